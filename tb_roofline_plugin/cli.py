@@ -1,0 +1,104 @@
+"""The ``tb-roofline`` command: export rooflines of profiles, and the demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .errors import RooflineError
+
+EXIT_BAD_INPUT = 2
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .analysis import analyze_files
+    from .export import render
+    from .sources import profile_files
+
+    files = profile_files(args.path, args.host)
+    text = render(analyze_files(files), args.format, files)
+    _write(text, args.output)
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from .analysis import analyze_files
+    from .sources import profile_files
+    from .summary import summary_text
+
+    files = profile_files(args.path, args.host)
+    _write(summary_text(analyze_files(files), files, top=args.top), args.output)
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo_data import TpuSpec, tpu_xspace, write_profile
+    from .summary import demo_summary
+
+    path = os.path.join(args.logdir, "plugins", "profile", "demo_run", "demo-host.xplane.pb")
+    write_profile(path, tpu_xspace(TpuSpec()))
+    print(demo_summary(path))
+    return 0
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None or output == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise RooflineError(f"{output}: cannot write ({exc.strerror or exc})") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tb-roofline", description="Roofline models of ML profiles (*.xplane.pb)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    export = sub.add_parser("export", help="convert a profile or run folder to roofline data")
+    export.add_argument("path", help="an .xplane.pb file or a run folder (plugins/profile/<run>)")
+    export.add_argument("--host", help="only this host of a run folder")
+    export.add_argument(
+        "--format",
+        choices=("datatable", "json", "csv"),
+        default="datatable",
+        help="datatable: XProf-compatible JSON (default); json: complete; csv: one row a record",
+    )
+    export.add_argument("--output", "-o", help="write here instead of standard output")
+    export.set_defaults(func=_export)
+
+    summary = sub.add_parser("summary", help="print a readable summary of a profile's roofline")
+    summary.add_argument("path")
+    summary.add_argument("--host")
+    summary.add_argument("--top", type=int, default=10, help="number of ops to list")
+    summary.add_argument("--output", "-o")
+    summary.set_defaults(func=_summary)
+
+    demo = sub.add_parser("demo", help="generate a demo profile and show its roofline")
+    demo.add_argument("--logdir", default="demo_logdir", help="where to write the demo profiles")
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except RooflineError as exc:
+        print(f"tb-roofline: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

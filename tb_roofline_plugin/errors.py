@@ -1,0 +1,20 @@
+"""Errors a user can cause (bad files, unknown names); each carries a one-line message."""
+
+from __future__ import annotations
+
+
+class RooflineError(Exception):
+    """Base class: the message is one line, fit for stderr or an HTTP JSON body."""
+
+
+class ProfileError(RooflineError):
+    """A profile file is missing, unreadable, corrupt, truncated, empty or not an XSpace."""
+
+    def __init__(self, path: object, problem: str):
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class NotFound(RooflineError):
+    """An unknown run, host or step was asked for."""

@@ -1,0 +1,178 @@
+"""Per-op metrics (XProf's OpMetricsDb) as numpy columns, and the pieces that build them.
+
+One row per op, keyed by ``(program_id, name)``; times in ps, costs summed over
+occurrences and cores. Platform readers (TPU, GPU, CPU) produce these; the roofline
+layer only ever sees an ``OpMetricsDb``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+# Memory spaces of MemoryAccessBreakdown (1 HBM, 2 CMEM, 3 VMEM) -> breakdown row.
+MEMORY_SPACES = {1: 0, 2: 1, 3: 2}
+HBM, CMEM, VMEM = 0, 1, 2
+READ, WRITE = 0, 1
+IDLE_NAME = "IDLE"
+
+
+@dataclass
+class OpMetricsDb:
+    """Columns of per-op metrics; every array has one entry per op."""
+
+    program_id: np.ndarray  # uint64
+    name: np.ndarray  # object (str)
+    category: np.ndarray  # object (str)
+    occurrences: np.ndarray  # int64
+    time_ps: np.ndarray  # int64, including nested children
+    self_time_ps: np.ndarray  # int64
+    flops: np.ndarray  # float64
+    model_flops: np.ndarray  # float64 (0 = fall back to flops)
+    bytes_accessed: np.ndarray  # float64
+    breakdown: np.ndarray  # float64 (n, 3 spaces HBM/CMEM/VMEM, 2 READ/WRITE) bytes
+    has_breakdown: np.ndarray  # bool: the op carried a memory_access_breakdown
+    dma_stall_ps: np.ndarray  # float64
+    normalized_time_ps: np.ndarray  # float64 (time x DVFS multiplier)
+    source_file: np.ndarray  # object (str)
+    source_line: np.ndarray  # int64, -1 = none
+    source_stack: np.ndarray  # object (str)
+    dtype: np.ndarray  # object (str): dominant input dtype, "" when unknown
+    total_time_ps: int = 0  # device time of the db (per core: last end - first start)
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @property
+    def total_op_time_ps(self) -> int:
+        return int(self.self_time_ps[self.occurrences > 0].sum())
+
+    def take(self, index: np.ndarray) -> OpMetricsDb:
+        """The rows at ``index`` (a sub-db with the same total time)."""
+        cols = {f.name: getattr(self, f.name)[index] for f in fields(self) if _is_column(f.name)}
+        return replace(self, **cols)
+
+
+_SCALAR_FIELDS = {"total_time_ps", "extra"}
+
+
+def _is_column(name: str) -> bool:
+    return name not in _SCALAR_FIELDS
+
+
+def empty_db(total_time_ps: int = 0) -> OpMetricsDb:
+    return OpMetricsDb(**empty_columns(0), total_time_ps=total_time_ps)
+
+
+def empty_columns(n: int) -> dict[str, np.ndarray]:
+    return {
+        "program_id": np.zeros(n, np.uint64),
+        "name": np.full(n, "", object),
+        "category": np.full(n, "", object),
+        "occurrences": np.zeros(n, np.int64),
+        "time_ps": np.zeros(n, np.int64),
+        "self_time_ps": np.zeros(n, np.int64),
+        "flops": np.zeros(n),
+        "model_flops": np.zeros(n),
+        "bytes_accessed": np.zeros(n),
+        "breakdown": np.zeros((n, 3, 2)),
+        "has_breakdown": np.zeros(n, bool),
+        "dma_stall_ps": np.zeros(n),
+        "normalized_time_ps": np.zeros(n),
+        "source_file": np.full(n, "", object),
+        "source_line": np.full(n, -1, np.int64),
+        "source_stack": np.full(n, "", object),
+        "dtype": np.full(n, "", object),
+    }
+
+
+# Columns that add up when the same op is merged; the rest are identity/descriptive.
+_SUMMED = (
+    "occurrences",
+    "time_ps",
+    "self_time_ps",
+    "flops",
+    "model_flops",
+    "bytes_accessed",
+    "breakdown",
+    "dma_stall_ps",
+    "normalized_time_ps",
+)
+
+
+def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
+    """Sums dbs (cores, hosts or steps): ops merge by (program_id, name), times add up.
+
+    The IDLE rows merge too, so the combined IDLE is the sum of the parts' idle time.
+    """
+    dbs = [db for db in dbs if db is not None]
+    total = int(sum(db.total_time_ps for db in dbs))
+    if not dbs:
+        return empty_db()
+    keys: dict[tuple[int, str], int] = {}
+    owner_db, owner_row, target = [], [], []
+    for d, db in enumerate(dbs):
+        rows = np.empty(len(db), np.int64)
+        for i, key in enumerate(zip(db.program_id.tolist(), db.name.tolist())):
+            slot = keys.get(key)
+            if slot is None:
+                slot = keys[key] = len(keys)
+                owner_db.append(d)
+                owner_row.append(i)
+            rows[i] = slot
+        target.append(rows)
+    out = empty_columns(len(keys))
+    # Descriptive columns come from the first db that has the op.
+    for d, db in enumerate(dbs):
+        mine = np.nonzero(np.asarray(owner_db) == d)[0]
+        if len(mine) == 0:
+            continue
+        src = np.asarray(owner_row)[mine]
+        for col in out:
+            if col not in _SUMMED:
+                out[col][mine] = getattr(db, col)[src]
+    for d, db in enumerate(dbs):
+        for col in _SUMMED:
+            np.add.at(out[col], target[d], getattr(db, col))
+        np.logical_or.at(out["has_breakdown"], target[d], db.has_breakdown)
+    return OpMetricsDb(**out, total_time_ps=total)
+
+
+def with_idle(db: OpMetricsDb) -> OpMetricsDb:
+    """Appends XProf's IDLE op: occurrences 0, time = self time = total - Σ self times."""
+    idle = max(int(db.total_time_ps) - db.total_op_time_ps, 0)
+    row = empty_columns(1)
+    row["name"][0] = row["category"][0] = IDLE_NAME
+    row["time_ps"][0] = row["self_time_ps"][0] = idle
+    row["normalized_time_ps"][0] = idle
+    cols = {k: np.concatenate([getattr(db, k), v]) for k, v in row.items()}
+    return replace(db, **cols)
+
+
+def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
+    """Self time of each event: its duration minus that of its directly nested children.
+
+    Events nest by time containment on one line; a partial overlap is not nesting.
+    """
+    n = len(begin_ps)
+    duration = end_ps - begin_ps
+    if n == 0:
+        return duration
+    order = np.lexsort((-duration, begin_ps))
+    begins = begin_ps[order].tolist()
+    ends = end_ps[order].tolist()
+    stack: list[int] = []  # positions in `order` of the open ancestors
+    parent = np.full(n, -1, np.int64)
+    for k in range(n):
+        b, e = begins[k], ends[k]
+        while stack and (ends[stack[-1]] <= b or ends[stack[-1]] < e):
+            stack.pop()
+        if stack:
+            parent[k] = stack[-1]
+        stack.append(k)
+    nested = parent >= 0
+    child_time = np.zeros(n, np.int64)
+    np.add.at(child_time, order[parent[nested]], duration[order[nested]])
+    return duration - child_time

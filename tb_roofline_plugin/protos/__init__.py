@@ -1,0 +1,1 @@
+"""Generated protobuf modules (see ``generate.py``); messages live in a private pool."""

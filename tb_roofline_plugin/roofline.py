@@ -1,0 +1,444 @@
+"""Roofline records from op metrics, exactly as XProf's ``roofline_model`` tool defines them.
+
+Every formula is in ``docs/roofline-semantics.md`` (sections 3-10); the per-op math runs
+on numpy arrays over all ops at once. ``safe_divide`` is XProf's SafeDivide, so no NaN or
+infinity can come out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .op_metrics import (
+    CMEM,
+    HBM,
+    IDLE_NAME,
+    READ,
+    VMEM,
+    WRITE,
+    OpMetricsDb,
+    combine,
+    empty_columns,
+    empty_db,
+)
+from .op_stats import Diagnostics, OpStats
+from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
+from .protos import roofline_model_pb2 as rm
+
+GIBI_PER_GIGA = 1.073741824
+MAX_OP_RECORDS = 1000
+INNER_OP_CATEGORIES = frozenset({"call", "conditional", "while", "megacore fusion"})
+
+NO_STEP_MARKER = (
+    "No step marker observed and hence the step time is unknown. This may happen if (1) "
+    "training steps are not instrumented (e.g., if you are not using Keras) or (2) the "
+    "profiling duration is shorter than the step time. For (1), you need to add step "
+    "instrumentation; for (2), you may try to profile longer."
+)
+INCOMPLETE_STEP = (
+    "Incomplete step observed and hence the step time is unknown. Instead, we use the trace "
+    "duration as the step time. This may happen if your profiling duration is shorter than "
+    "the step time. In this case, you may try to profile longer."
+)
+
+
+def safe_divide(a, b):
+    """XProf's SafeDivide: 0 where |b| < 1e-10, else a / b (element-wise)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    small = np.abs(b) < 1e-10
+    return np.where(small, 0.0, a / np.where(small, 1.0, b))
+
+
+def giga_to_gibi(x):
+    return np.asarray(x, np.float64) / GIBI_PER_GIGA
+
+
+def gibibytes_per_second(num_bytes, ns):
+    return giga_to_gibi(safe_divide(num_bytes, ns))
+
+
+def ridge_point(peak_gflops: float, peak_gibps: float) -> float:
+    """FLOP per byte where a memory roof meets the compute roof (0 without bandwidth)."""
+    return float(safe_divide(peak_gflops, peak_gibps * GIBI_PER_GIGA))
+
+
+def is_infeed_or_outfeed(category: str) -> bool:
+    return "infeed" in category or "outfeed" in category
+
+
+@dataclass
+class DatabasePeaks:
+    """The database-level peaks (GFLOP/s, GiB/s) and flags the records are judged by."""
+
+    peak_flop_rate: float
+    peak_hbm_bw: float
+    peak_cmem_read_bw: float
+    peak_cmem_write_bw: float
+    peak_vmem_read_bw: float
+    peak_vmem_write_bw: float
+    megacore: bool
+    has_cmem: bool
+    has_merged_vmem: bool
+    is_gpu: bool
+    perf_env: PerfEnv
+
+    @classmethod
+    def from_env(cls, env: PerfEnv, hardware_type: str) -> DatabasePeaks:
+        bws = env.peak_bws_gbps
+        gib = [float(giga_to_gibi(b)) for b in bws]
+        is_gpu = hardware_type == "GPU"
+        if is_gpu:
+            cmem_r = cmem_w = 0.0
+            vmem_r, vmem_w = gib[1], gib[2]
+            has_cmem, merged = False, True
+        else:
+            has_cmem, merged = env.has_cmem, env.has_merged_vmem
+            cmem_r, cmem_w = (gib[CMEM_RD], gib[CMEM_WR]) if has_cmem else (0.0, 0.0)
+            if not has_cmem and merged:
+                vmem_r, vmem_w = gib[VMEM_RD], gib[VMEM_WR]
+            else:
+                vmem_r = vmem_w = 0.0
+        return cls(
+            peak_flop_rate=1000.0 * env.peak_tera_flops_per_second,
+            peak_hbm_bw=gib[HBM_RW],
+            peak_cmem_read_bw=cmem_r,
+            peak_cmem_write_bw=cmem_w,
+            peak_vmem_read_bw=vmem_r,
+            peak_vmem_write_bw=vmem_w,
+            megacore=env.has_megacore and not is_gpu,
+            has_cmem=has_cmem,
+            has_merged_vmem=merged,
+            is_gpu=is_gpu,
+            perf_env=env,
+        )
+
+
+def record_metrics(
+    db: OpMetricsDb, total_time_ps, peaks: DatabasePeaks, core_count: int
+) -> dict[str, np.ndarray]:
+    """The per-record formulas of section 7 and the bound_by rule of section 8, for every row."""
+    t = db.time_ps.astype(np.float64)
+    ns = t / 1000.0
+    flops = db.flops
+    occ = db.occurrences.astype(np.float64)
+    has_bd = db.has_breakdown
+    bd = db.breakdown
+    hbm_bytes = np.where(has_bd, bd[:, HBM, READ] + bd[:, HBM, WRITE], db.bytes_accessed)
+    memory = {
+        "hbm": hbm_bytes,
+        "cmem_read": bd[:, CMEM, READ],
+        "cmem_write": bd[:, CMEM, WRITE],
+        "vmem_read": bd[:, VMEM, READ],
+        "vmem_write": bd[:, VMEM, WRITE],
+    }
+    out: dict[str, np.ndarray] = {
+        "total_time_in_us": t / 1e6,
+        "avg_time_in_us": safe_divide(t / 1e6, occ),
+        "total_self_time_in_us": db.self_time_ps / 1e6,
+        "avg_self_time_in_us": safe_divide(db.self_time_ps / 1e6, occ),
+        "total_time_in_percentage": safe_divide(t, total_time_ps),
+        "dma_stall_fraction": safe_divide(db.dma_stall_ps, t),
+        "measured_flop_rate": safe_divide(flops, ns),
+        "model_flop_rate": safe_divide(np.where(db.model_flops > 0, db.model_flops, flops), ns),
+        "measured_memory_bw": gibibytes_per_second(db.bytes_accessed, ns),
+        "operational_intensity": safe_divide(flops, db.bytes_accessed),
+        "hbm_bw": gibibytes_per_second(hbm_bytes, ns),
+    }
+    for kind in ("cmem_read", "cmem_write", "vmem_read", "vmem_write"):
+        out[f"{kind}_bw"] = gibibytes_per_second(memory[kind], ns)
+    for kind, num_bytes in memory.items():
+        out[f"{kind}_operational_intensity"] = safe_divide(flops, num_bytes)
+    out["total_time_per_core_in_us"] = safe_divide(out["total_time_in_us"], core_count)
+
+    bound_by, bottleneck_oi = _bound_by(out, memory, peaks)
+    out["bound_by"] = bound_by
+    out["bottleneck_operational_intensity"] = bottleneck_oi
+
+    u_flops = safe_divide(out["measured_flop_rate"], peaks.peak_flop_rate)
+    zero = np.zeros(len(t))
+    u_hbm = safe_divide(out["hbm_bw"], peaks.peak_hbm_bw)
+    u_cr = safe_divide(out["cmem_read_bw"], peaks.peak_cmem_read_bw) if peaks.has_cmem else zero
+    u_cw = safe_divide(out["cmem_write_bw"], peaks.peak_cmem_write_bw) if peaks.has_cmem else zero
+    merged = peaks.has_merged_vmem
+    u_vr = safe_divide(out["vmem_read_bw"], peaks.peak_vmem_read_bw) if merged else zero
+    u_vw = safe_divide(out["vmem_write_bw"], peaks.peak_vmem_write_bw) if merged else zero
+    max_mem = np.maximum.reduce([u_cw, u_cr, u_hbm, u_vw, u_vr])
+    efficiency = np.maximum(max_mem, u_flops)
+    out["flop_rate_relative_to_hw_limit"] = u_flops
+    out["memory_bw_relative_to_hw_limit"] = max_mem
+    out["roofline_efficiency"] = efficiency
+    out["optimal_flop_rate"] = safe_divide(out["measured_flop_rate"], efficiency)
+    return out
+
+
+def _bound_by(
+    out: dict[str, np.ndarray], memory: dict[str, np.ndarray], peaks: DatabasePeaks
+) -> tuple[np.ndarray, np.ndarray]:
+    """Visits Compute, HBM, then the on-chip memories; a later one wins only if strictly greater."""
+    env = peaks.perf_env
+    n = len(out["hbm_bw"])
+    candidates = [
+        (
+            "Compute",
+            safe_divide(out["measured_flop_rate"], 1000.0 * env.peak_tera_flops_per_second),
+            out["operational_intensity"],
+            np.ones(n, bool),
+        ),
+        (
+            "HBM",
+            safe_divide(out["hbm_bw"], giga_to_gibi(env.peak_bws_gbps[HBM_RW])),
+            out["hbm_operational_intensity"],
+            np.ones(n, bool),
+        ),
+    ]
+    if peaks.is_gpu:
+        shm_peak = env.peak_bws_gbps[SRAM_WR]
+        if shm_peak > 0:
+            candidates.append(
+                (
+                    "Shm/L1",
+                    safe_divide(out["hbm_bw"], giga_to_gibi(shm_peak)),
+                    out["hbm_operational_intensity"],
+                    np.ones(n, bool),
+                )
+            )
+    else:
+        for label, kind, index in (
+            ("CMEM Read", "cmem_read", CMEM_RD),
+            ("CMEM Write", "cmem_write", CMEM_WR),
+            ("VMEM Read", "vmem_read", VMEM_RD),
+            ("VMEM Write", "vmem_write", VMEM_WR),
+        ):
+            peak = env.peak_bws_gbps[index]
+            if peak > 0:
+                candidates.append(
+                    (
+                        label,
+                        safe_divide(out[f"{kind}_bw"], giga_to_gibi(peak)),
+                        out[f"{kind}_operational_intensity"],
+                        memory[kind] > 0,
+                    )
+                )
+    best = np.zeros(n)
+    label = np.full(n, "Unknown", object)
+    oi = np.zeros(n)
+    for name, util, intensity, enabled in candidates:
+        wins = enabled & (util > best)
+        best = np.where(wins, util, best)
+        label[wins] = name
+        oi = np.where(wins, intensity, oi)
+    return label, oi
+
+
+# --- the Program record and the op records ----------------------------------------------------
+
+
+def program_db(db: OpMetricsDb, include_infeed_outfeed: bool) -> OpMetricsDb:
+    """XProf's synthetic Program op: sums of all ops but inner-op containers, over db time."""
+    category = db.category
+    skip = np.array([c in INNER_OP_CATEGORIES for c in category.tolist()], bool)
+    io = np.array([is_infeed_or_outfeed(c) for c in category.tolist()], bool)
+    io_time = 0
+    if not include_infeed_outfeed:
+        io_time = int(db.time_ps[io & ~skip].sum())
+        skip |= io
+    keep = ~skip
+    cols = empty_columns(1)
+    cols["name"][0] = cols["category"][0] = "Program"
+    cols["occurrences"][0] = 1
+    cols["time_ps"][0] = int(db.total_time_ps) - io_time
+    cols["normalized_time_ps"][0] = cols["time_ps"][0]
+    cols["flops"][0] = db.flops[keep].sum()
+    cols["bytes_accessed"][0] = db.bytes_accessed[keep].sum()
+    cols["model_flops"][0] = np.where(
+        db.model_flops[keep] > 0, db.model_flops[keep], db.flops[keep]
+    ).sum()
+    cols["breakdown"][0] = db.breakdown[keep].sum(axis=0)
+    cols["has_breakdown"][0] = bool(db.has_breakdown[keep].any())
+    return OpMetricsDb(**cols, total_time_ps=int(cols["time_ps"][0]))
+
+
+def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
+    """Rows by self time descending, ties by name ascending; the first ``limit`` (IDLE too)."""
+    names = db.name.astype(str)
+    order = np.lexsort((names, -db.self_time_ps))
+    return order[:limit]
+
+
+def _records(
+    db: OpMetricsDb,
+    metrics: dict[str, np.ndarray],
+    record_type: int,
+    include: bool,
+    step_num: int = 0,
+) -> list[rm.RooflineModelRecord]:
+    records = []
+    lists = {k: v.tolist() for k, v in metrics.items()}
+    for i in range(len(db)):
+        rec = rm.RooflineModelRecord(
+            record_type=record_type,
+            hlo_name=db.name[i],
+            hlo_category=db.category[i],
+            hlo_module_id=int(db.program_id[i]),
+            occurrences=int(db.occurrences[i]),
+            include_infeed_outfeed=include,
+            apply_time_scale_multiplier=False,
+            flops=int(min(max(db.flops[i], 0), 2**64 - 1)),
+            flops_v2=float(db.flops[i]),
+            bytes_accessed=int(min(max(db.bytes_accessed[i], 0), 2**64 - 1)),
+        )
+        if record_type == rm.PER_STEP:
+            rec.step_num = step_num
+        for key, values in lists.items():
+            setattr(rec, key, values[i])
+        if db.source_file[i] or db.source_line[i] >= 0:
+            rec.source_info.file_name = db.source_file[i]
+            rec.source_info.line_number = int(db.source_line[i])
+            rec.source_info.stack_frame = db.source_stack[i]
+        records.append(rec)
+    return records
+
+
+def program_record(
+    db: OpMetricsDb,
+    peaks: DatabasePeaks,
+    core_count: int,
+    include: bool,
+    record_type: int,
+    step_num: int = 0,
+    steps_divisor: int = 1,
+) -> rm.RooflineModelRecord:
+    """The Program record of ``db``; AVERAGE_STEP divides its times by ``steps_divisor``."""
+    prog = program_db(db, include)
+    metrics = record_metrics(prog, prog.total_time_ps, peaks, core_count)
+    if steps_divisor > 1:
+        for key in ("total_time_in_us", "total_self_time_in_us"):
+            metrics[key] = metrics[key] / steps_divisor
+        metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
+    (rec,) = _records(prog, metrics, record_type, include, step_num)
+    rec.rank = 0
+    rec.total_self_time_as_fraction = 0.0
+    rec.cumulative_total_self_time_as_fraction = 0.0
+    rec.ClearField("source_info")
+    return rec
+
+
+def op_records(
+    db: OpMetricsDb, peaks: DatabasePeaks, core_count: int, include: bool
+) -> list[rm.RooflineModelRecord]:
+    """The top ops by self time (IDLE and, without infeed/outfeed, I/O ops left out)."""
+    io = np.array([is_infeed_or_outfeed(c) for c in db.category.tolist()], bool)
+    io_time = 0 if include else int(db.time_ps[io].sum())
+    total_ps = int(db.total_time_ps) - io_time
+    rows = sorted_op_rows(db)
+    rows = rows[db.occurrences[rows] > 0]
+    if not include:
+        rows = rows[~io[rows]]
+    sub = db.take(rows)
+    metrics = record_metrics(sub, total_ps, peaks, core_count)
+    fraction = safe_divide(metrics["total_self_time_in_us"], total_ps / 1e6)
+    metrics["total_self_time_as_fraction"] = fraction
+    metrics["cumulative_total_self_time_as_fraction"] = np.cumsum(fraction)
+    records = _records(sub, metrics, rm.ALL, include)
+    for rank, rec in enumerate(records, start=1):
+        rec.rank = rank
+    return records
+
+
+# --- the database ---------------------------------------------------------------------------
+
+
+def time_scale_multiplier(db: OpMetricsDb, hardware_type: str) -> float:
+    if hardware_type == "GPU":
+        return 0.0
+    ops = (db.occurrences > 0) & (db.name != IDLE_NAME)
+    total = db.self_time_ps[ops].astype(np.float64)
+    normalized = safe_divide(total * db.normalized_time_ps[ops], db.time_ps[ops])
+    if total.sum() == 0:
+        return 1.0
+    return float(safe_divide(normalized.sum(), total.sum()))
+
+
+def step_diagnostics(stats: OpStats) -> Diagnostics:
+    """XProf's step warnings: no step marker, or only incomplete steps used."""
+    diag = Diagnostics()
+    if stats.steps and not stats.complete_steps:
+        diag.warnings.append(INCOMPLETE_STEP)
+    elif not stats.steps:
+        diag.warnings.append(NO_STEP_MARKER)
+    dropped = [s.step_num for s in stats.steps if not s.complete]
+    if dropped and stats.complete_steps:
+        diag.warnings.append(
+            f"{len(dropped)} incomplete step(s) cut by the profile window "
+            f"(step {', '.join(map(str, dropped))}) are left out of the average."
+        )
+    return diag
+
+
+def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
+    """The full database: both include_infeed_outfeed sets, ALL, AVERAGE_STEP, PER_STEP."""
+    run_env = stats.run_env
+    database = rm.RooflineModelDatabase(device_type=run_env.device_type)
+    if run_env.hardware_type not in ("TPU", "GPU"):
+        _add_diagnostics(database, stats.diagnostics)
+        return database
+    peaks = DatabasePeaks.from_env(stats.perf_env, run_env.hardware_type)
+    database.megacore = peaks.megacore
+    database.has_cmem = peaks.has_cmem
+    database.has_merged_vmem = peaks.has_merged_vmem
+    database.peak_flop_rate = peaks.peak_flop_rate
+    database.peak_hbm_bw = peaks.peak_hbm_bw
+    database.peak_cmem_read_bw = peaks.peak_cmem_read_bw
+    database.peak_cmem_write_bw = peaks.peak_cmem_write_bw
+    database.peak_vmem_read_bw = peaks.peak_vmem_read_bw
+    database.peak_vmem_write_bw = peaks.peak_vmem_write_bw
+    database.time_scale_multiplier = time_scale_multiplier(stats.all_db, run_env.hardware_type)
+
+    cores = run_env.device_core_count
+    used_steps = stats.complete_steps or stats.steps
+    average = _average_db(stats, used_steps)
+    for include in (True, False):
+        records = database.roofline_model_record
+        records.append(program_record(stats.all_db, peaks, cores, include, rm.ALL))
+        records.extend(op_records(stats.all_db, peaks, cores, include))
+        if average is not None:
+            records.append(
+                program_record(
+                    average,
+                    peaks,
+                    cores,
+                    include,
+                    rm.AVERAGE_STEP,
+                    steps_divisor=max(len(used_steps), 1),
+                )
+            )
+        for step in used_steps:
+            records.append(
+                program_record(step.db, peaks, cores, include, rm.PER_STEP, step.step_num)
+            )
+    diagnostics = step_diagnostics(stats)
+    diagnostics.extend(stats.diagnostics)
+    _add_diagnostics(database, diagnostics)
+    return database
+
+
+def _average_db(stats: OpStats, used_steps) -> OpMetricsDb | None:
+    """XProf's complete-steps db: the sum of the steps' dbs (zero when there are none).
+
+    Single-host TPU always has one; XProf's single-host GPU has none.
+    """
+    if used_steps:
+        return combine([s.db for s in used_steps])
+    if stats.run_env.hardware_type == "TPU" or len(stats.hosts) > 1:
+        return empty_db()
+    return None
+
+
+def _add_diagnostics(database: rm.RooflineModelDatabase, diag: Diagnostics) -> None:
+    if diag.info or diag.warnings or diag.errors:
+        database.diagnostics.info.extend(diag.info)
+        database.diagnostics.warnings.extend(diag.warnings)
+        database.diagnostics.errors.extend(diag.errors)

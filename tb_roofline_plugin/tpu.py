@@ -1,0 +1,233 @@
+"""TPU op metrics and steps from ``/device:TPU:N`` planes (costs written by libtpu).
+
+Each TensorCore plane has an ``XLA Ops`` line whose events nest by time; the event
+metadata carries per-occurrence flops, bytes and a memory breakdown. Steps come from
+the plane's ``Steps`` line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .op_metrics import MEMORY_SPACES, OpMetricsDb, combine, empty_columns, self_times, with_idle
+from .op_stats import Diagnostics, OpStats, StepInfo
+from .perf_env import RunEnvironment, tpu_perf_env
+from .profile_reader import (
+    TPU_CORE_PLANE,
+    Profile,
+    as_float,
+    as_str,
+    as_uint64,
+    line_events,
+    stat_names,
+    stats_dict,
+)
+from .protos import op_metrics_pb2, xplane_pb2
+
+OP_LINES = ("XLA Ops",)
+STEPS_LINE = "Steps"
+_EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
+
+
+@dataclass
+class CoreOps:
+    """One TensorCore's op events, each mapped to a row of ``ops`` (-1: not an op)."""
+
+    begin_ps: np.ndarray
+    end_ps: np.ndarray
+    self_ps: np.ndarray
+    occurrences: np.ndarray
+    op_row: np.ndarray
+    dma_stall_ps: np.ndarray
+    time_scale: np.ndarray
+    ops: dict[str, np.ndarray]  # per-occurrence costs and identity of each distinct op
+    steps: list[tuple[int, int, int]]  # (step number, begin ps, end ps)
+
+    @property
+    def span_ps(self) -> int:
+        if len(self.begin_ps) == 0:
+            return 0
+        return int(self.end_ps.max() - self.begin_ps.min())
+
+
+def _split_source(source: str) -> tuple[str, int]:
+    file_name, sep, line = source.rpartition(":")
+    if sep and line.strip().isdigit():
+        return file_name, int(line)
+    return source, -1
+
+
+def _op_table(plane: xplane_pb2.XPlane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+    """Per-occurrence cost columns for the distinct ops, and each metadata id's row."""
+    names = stat_names(plane)
+    unique = np.unique(metadata_ids)
+    cols = empty_columns(len(unique))
+    keep = np.ones(len(unique), bool)
+    for row, mid in enumerate(unique.tolist()):
+        meta = plane.event_metadata.get(mid)
+        if meta is None:
+            keep[row] = False
+            continue
+        stats = stats_dict(meta.stats, names)
+        if "symbol_id" in stats and as_uint64(stats["symbol_id"]) == 0:
+            keep[row] = False
+            continue
+        cols["program_id"][row] = as_uint64(stats.get("program_id"))
+        cols["name"][row] = meta.display_name or _instruction_name(meta.name)
+        cols["category"][row] = as_str(stats.get("hlo_category"))
+        flops = as_float(stats.get("flops"))
+        cols["flops"][row] = flops
+        cols["model_flops"][row] = as_float(stats.get("model_flops")) or flops
+        cols["bytes_accessed"][row] = as_float(stats.get("bytes_accessed"))
+        raw = stats.get("memory_access_breakdown")
+        if isinstance(raw, bytes) and raw:
+            breakdown = op_metrics_pb2.MemoryAccessBreakdown.FromString(raw)
+            for access in breakdown.memory_accessed:
+                space = MEMORY_SPACES.get(access.memory_space)
+                if space is not None and access.operation_type in (1, 2):
+                    cols["breakdown"][row, space, access.operation_type - 1] += (
+                        access.bytes_accessed
+                    )
+            cols["has_breakdown"][row] = len(breakdown.memory_accessed) > 0
+        file_name, line = _split_source(as_str(stats.get("source")))
+        cols["source_file"][row] = file_name
+        cols["source_line"][row] = line
+        cols["source_stack"][row] = as_str(stats.get("source_stack"))
+    rows = np.where(keep, np.arange(len(unique)), -1)
+    return cols, rows[np.searchsorted(unique, metadata_ids)]
+
+
+def _instruction_name(hlo_text: str) -> str:
+    """``%fusion.3 = f32[...] fusion(...)`` -> ``fusion.3``."""
+    head = hlo_text.split(" = ", 1)[0].strip()
+    return head.lstrip("%")
+
+
+def _steps(plane: xplane_pb2.XPlane) -> list[tuple[int, int, int]]:
+    line = next((ln for ln in plane.lines if ln.name == STEPS_LINE), None)
+    if line is None:
+        return []
+    events = line_events(plane, line, numeric_stats=("step_num",))
+    steps = []
+    for i in np.argsort(events.begin_ps, kind="stable").tolist():
+        num = events.stats["step_num"][i]
+        if np.isnan(num):
+            meta = plane.event_metadata.get(int(events.metadata_id[i]))
+            text = meta.name.strip() if meta is not None else ""
+            num = int(text) if text.isdigit() else len(steps)
+        begin = int(events.begin_ps[i])
+        steps.append((int(num), begin, begin + int(events.duration_ps[i])))
+    return steps
+
+
+def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
+    parts = [
+        line_events(plane, line, numeric_stats=_EVENT_STATS)
+        for line in plane.lines
+        if line.name in OP_LINES
+    ]
+    if parts:
+        metadata_id = np.concatenate([p.metadata_id for p in parts])
+        begin = np.concatenate([p.begin_ps for p in parts])
+        end = np.concatenate([p.end_ps for p in parts])
+        occurrences = np.concatenate([p.occurrences for p in parts])
+        self_ps = np.concatenate([self_times(p.begin_ps, p.end_ps) for p in parts])
+        dma = np.concatenate([p.stats["dma_stall_duration_ps"] for p in parts])
+        scale = np.concatenate([p.stats["Time Scale Multiplier"] for p in parts])
+    else:
+        metadata_id = begin = end = occurrences = self_ps = np.zeros(0, np.int64)
+        dma = scale = np.zeros(0)
+    ops, op_row = _op_table(plane, metadata_id)
+    return CoreOps(
+        begin_ps=begin,
+        end_ps=end,
+        self_ps=self_ps,
+        occurrences=occurrences,
+        op_row=op_row,
+        dma_stall_ps=np.nan_to_num(dma),
+        time_scale=np.where(np.isnan(scale), 1.0, scale),
+        ops=ops,
+        steps=_steps(plane),
+    )
+
+
+def core_db(core: CoreOps, window: tuple[int, int] | None = None) -> OpMetricsDb:
+    """Sums a core's op events (those starting inside ``window``, if given) per op."""
+    take = core.op_row >= 0
+    if window is not None:
+        take &= (core.begin_ps >= window[0]) & (core.begin_ps < window[1])
+        total = window[1] - window[0]
+    else:
+        total = core.span_ps
+    rows = core.op_row[take]
+    n = len(core.ops["name"])
+    occ = np.bincount(rows, weights=core.occurrences[take], minlength=n)
+    duration = (core.end_ps - core.begin_ps)[take]
+    time_ps = np.bincount(rows, weights=duration, minlength=n)
+    self_ps = np.bincount(rows, weights=core.self_ps[take], minlength=n)
+    cols = {k: v.copy() for k, v in core.ops.items()}
+    cols["occurrences"] = occ.astype(np.int64)
+    cols["time_ps"] = time_ps.astype(np.int64)
+    cols["self_time_ps"] = self_ps.astype(np.int64)
+    for cost in ("flops", "model_flops", "bytes_accessed"):
+        cols[cost] = cols[cost] * occ
+    cols["breakdown"] = cols["breakdown"] * occ[:, None, None]
+    cols["dma_stall_ps"] = np.bincount(rows, weights=core.dma_stall_ps[take], minlength=n)
+    cols["normalized_time_ps"] = np.bincount(
+        rows, weights=duration * core.time_scale[take], minlength=n
+    )
+    db = OpMetricsDb(**cols, total_time_ps=int(total))
+    return db.take(np.nonzero(occ > 0)[0])
+
+
+def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) -> bool:
+    """A step is cut by the profile window when it starts with the capture or ends with it.
+
+    libtpu drops such steps itself; profiles that still carry them (and our demo data)
+    show the cut as a first step beginning exactly at the earliest op event, or a last
+    step ending exactly at the latest one.
+    """
+    if len(core.begin_ps) == 0:
+        return False
+    _, begin, end = step
+    return (first and begin == int(core.begin_ps.min())) or (last and end == int(core.end_ps.max()))
+
+
+def tpu_op_stats(profile: Profile, host: str) -> OpStats:
+    planes = profile.planes_matching(TPU_CORE_PLANE)
+    perf_env, device_type = tpu_perf_env(planes[0])
+    cores = [core_ops(plane) for plane in planes]
+    run_env = RunEnvironment(
+        hardware_type="TPU",
+        device_type=device_type,
+        device_core_count=len(planes),
+        active_core_count=sum(1 for c in cores if len(c.begin_ps)),
+    )
+    all_db = with_idle(combine([core_db(c) for c in cores if len(c.begin_ps)]))
+    stats = OpStats(hosts=[host], run_env=run_env, perf_env=perf_env, all_db=all_db)
+    stats.has_step_markers = any(c.steps for c in cores)
+    stats.steps = _intersect_steps([c for c in cores if c.steps])
+    stats.diagnostics = Diagnostics()
+    return stats
+
+
+def _intersect_steps(cores: list[CoreOps]) -> list[StepInfo]:
+    """Steps every core has, by number; each step's ops summed over cores."""
+    if not cores:
+        return []
+    numbers = set.intersection(*({s[0] for s in c.steps} for c in cores))
+    result = []
+    for num in sorted(numbers):
+        dbs, durations, complete = [], [], True
+        for core in cores:
+            index = next(i for i, s in enumerate(core.steps) if s[0] == num)
+            step = core.steps[index]
+            first, last = index == 0, index == len(core.steps) - 1
+            complete &= not _is_cut(core, step, first, last)
+            dbs.append(core_db(core, (step[1], step[2])))
+            durations.append(step[2] - step[1])
+        db = with_idle(combine(dbs))
+        result.append(StepInfo(num, complete, db, duration_ps=max(durations)))
+    return result

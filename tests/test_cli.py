@@ -1,0 +1,151 @@
+"""``tb-roofline export`` as a user runs it: formats, run folders, hosts, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+from conftest import run_cli
+from tiny_tpu import tiny_tpu
+
+from tb_roofline_plugin.protos import xplane_pb2
+from tb_roofline_plugin.xspace_builder import plane
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    """A run folder with two hosts of the tiny TPU profile and files XProf leaves around."""
+    folder = tmp_path / "plugins" / "profile" / "run1"
+    folder.mkdir(parents=True)
+    data = tiny_tpu().SerializeToString()
+    (folder / "host_a.xplane.pb").write_bytes(data)
+    (folder / "host_b.xplane.pb").write_bytes(data)
+    (folder / "host_a.trace.json.gz").write_bytes(b"not a profile")
+    (folder / "ALL_HOSTS.op_stats_v2.pb").write_bytes(b"xprof cache")
+    return folder
+
+
+def _rows(stdout: str) -> list[dict]:
+    table = json.loads(stdout)[0]
+    ids = [c["id"] for c in table["cols"]]
+    return [dict(zip(ids, [c["v"] for c in r["c"]])) for r in table["rows"]]
+
+
+def test_run_folder_combines_hosts_and_host_selects_one(run_dir):
+    both = _rows(run_cli("export", run_dir, check=True).stdout)
+    one = _rows(run_cli("export", run_dir, "--host", "host_a", check=True).stdout)
+    assert both[0]["operation"] == one[0]["operation"] == "Program"
+    assert both[0]["total_time"] == pytest.approx(2 * one[0]["total_time"])
+    assert both[0]["total_time_per_core"] == pytest.approx(one[0]["total_time_per_core"])
+    conv = [r for r in both if r["operation"] == "conv"][0]
+    assert conv["occurrences"] == 4.0
+
+
+def test_json_format_is_complete(run_dir):
+    doc = json.loads(
+        run_cli("export", run_dir / "host_a.xplane.pb", "--format", "json", check=True).stdout
+    )
+    assert doc["format"] == "tb-roofline/1"
+    assert doc["device"]["device_type"] == "TPU test"
+    assert doc["device"]["peak_flop_rate_gflops"] == 100_000.0
+    assert doc["device"]["peaks_source"] == "profile"
+    records = doc["database"]["roofline_model_record"]
+    assert records[0]["hlo_name"] == "Program" and records[0]["record_type"] == "ALL"
+    assert doc["hosts"] == ["host_a"]
+
+
+def test_csv_format_has_a_header_and_one_line_per_record(run_dir, tmp_path):
+    out = tmp_path / "out.csv"
+    run_cli("export", run_dir / "host_a.xplane.pb", "--format", "csv", "--output", out, check=True)
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    assert rows[0][:4] == ["Step", "Rank", "Category", "Operation"]
+    datatable = _rows(run_cli("export", run_dir / "host_a.xplane.pb", check=True).stdout)
+    assert len(rows) == 1 + len(datatable)
+    assert rows[1][3] == "Program" and rows[1][5] == str(datatable[0]["total_time"])
+
+
+def test_cpu_profile_gives_an_empty_result_that_says_why(tmp_path):
+    space = xplane_pb2.XSpace()
+    plane(space, "/host:CPU").line("python")
+    plane(space, "/host:metadata")
+    path = tmp_path / "cpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    table, diagnostics = json.loads(run_cli("export", path, check=True).stdout)
+    assert table["rows"] == [] and len(table["cols"]) == 37
+    assert table["p"]["device_type"] == "" and table["p"]["peak_flop_rate"] == "0"
+    assert diagnostics["rows"][0]["c"][0]["v"] == "INFO"
+    assert "no TPU or GPU device planes" in diagnostics["rows"][0]["c"][1]["v"]
+
+
+def _bad(*args: str) -> str:
+    proc = run_cli(*args)
+    assert proc.returncode == 2, proc
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def test_corrupt_real_sample_is_one_line_exit_2(shared_data):
+    path = shared_data / "xprof" / "tpu_inference_2.CORRUPT_utf8_mangled.xplane.pb"
+    line = _bad("export", str(path))
+    assert line == (
+        f"tb-roofline: error: {path}: not a valid XSpace profile: "
+        "wire format is corrupt or truncated (a field runs past the end of the data)"
+    )
+
+
+def test_truncated_profile(tmp_path, shared_data):
+    path = tmp_path / "cut.xplane.pb"
+    data = (shared_data / "xprof" / "tpu_inference_2.xplane.pb").read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    assert "corrupt or truncated" in _bad("export", str(path))
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.xplane.pb"
+    path.write_bytes(b"")
+    assert (
+        _bad("export", str(path))
+        == f"tb-roofline: error: {path}: empty file (0 bytes), not an XSpace profile"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"traceEvents": []}', "invalid wire type"),
+        (b"\x1f\x8b\x08\x00\x00\x00", "invalid wire type 7"),
+        (b"\x08\x96\x01", "not an XSpace profile: no profile planes found"),
+    ],
+)
+def test_foreign_files(tmp_path, content, expected):
+    path = tmp_path / "foreign.xplane.pb"
+    path.write_bytes(content)
+    line = _bad("export", str(path))
+    assert str(path) in line and expected in line
+
+
+def test_directory_without_profiles_and_missing_path(tmp_path):
+    assert _bad("export", str(tmp_path)).endswith("directory contains no *.xplane.pb profiles")
+    assert _bad("export", str(tmp_path / "nope")).endswith("nope: no such file or directory")
+
+
+def test_unknown_host_lists_the_hosts(run_dir):
+    line = _bad("export", str(run_dir), "--host", "host_z")
+    assert line.endswith("no host 'host_z' (hosts: host_a, host_b)")
+
+
+def test_one_corrupt_host_in_a_run_names_that_file(run_dir):
+    shutil.copy(run_dir / "host_a.xplane.pb", run_dir / "host_c.xplane.pb")
+    (run_dir / "host_c.xplane.pb").write_bytes(b"\x0a\x05abc")
+    line = _bad("export", str(run_dir))
+    assert "host_c.xplane.pb: not a valid XSpace profile" in line
+
+
+def test_unwritable_output(run_dir, tmp_path):
+    line = _bad("export", str(run_dir), "--output", str(tmp_path / "no" / "such" / "dir.json"))
+    assert "cannot write" in line
