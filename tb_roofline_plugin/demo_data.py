@@ -17,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .protos import op_metrics_pb2, xplane_pb2
+from . import xspace_builder
+from .protos import xplane_pb2
+from .xspace_builder import U64, memory_breakdown
 
 __all__ = ["TpuSpec", "tpu_xspace", "write_profile", "write_demo_logdir"]
 
@@ -418,15 +420,12 @@ def _duration_ps(op: _Op, device: _Device) -> int:
 def _breakdown(op: _Op, device: _Device) -> bytes | None:
     if op.mix is None:
         return None
-    message = op_metrics_pb2.MemoryAccessBreakdown()
     spaces = (HBM, HBM, device.on_chip_space, device.on_chip_space)
-    for fraction, space, op_type in zip(op.mix, spaces, (READ, WRITE, READ, WRITE)):
-        num_bytes = int(op.bytes_accessed * fraction)
-        if num_bytes > 0:
-            message.memory_accessed.add(
-                operation_type=op_type, memory_space=space, bytes_accessed=num_bytes
-            )
-    return message.SerializeToString()
+    entries = [
+        (op_type, space, int(op.bytes_accessed * fraction))
+        for fraction, space, op_type in zip(op.mix, spaces, (READ, WRITE, READ, WRITE))
+    ]
+    return memory_breakdown([e for e in entries if e[2] > 0])
 
 
 class _Uniform:
@@ -444,37 +443,6 @@ class _Uniform:
         value = self._block[self._next]
         self._next += 1
         return low + (high - low) * value
-
-
-class _Plane:
-    """Hands out stat and event metadata ids (from 1, key == id) for one plane."""
-
-    def __init__(self, plane: xplane_pb2.XPlane) -> None:
-        self.plane = plane
-        self._stat_ids: dict[str, int] = {}
-        self._next_event_id = 1
-
-    def stat_id(self, name: str) -> int:
-        sid = self._stat_ids.get(name)
-        if sid is None:
-            sid = self._stat_ids[name] = len(self._stat_ids) + 1
-            meta = self.plane.stat_metadata[sid]
-            meta.id = sid
-            meta.name = name
-        return sid
-
-    def stat(self, stats, name: str, kind: str, value) -> None:
-        """Appends a stat; kind is the XStat value field without `_value` (int64, uint64, ...)."""
-        stats.add(metadata_id=self.stat_id(name), **{f"{kind}_value": value})
-
-    def event_metadata(self, name: str, display_name: str = "") -> xplane_pb2.XEventMetadata:
-        mid = self._next_event_id
-        self._next_event_id += 1
-        meta = self.plane.event_metadata[mid]
-        meta.id = mid
-        meta.name = name
-        meta.display_name = display_name
-        return meta
 
 
 @dataclass
@@ -575,57 +543,60 @@ def _device_plane(
     core's own noise shortens leaf ops by up to 1% without moving anything, so it never adds up.
     """
     device = _DEVICES[spec.device]
-    plane = _Plane(space.planes.add(id=2 + 8 * core, name=f"/device:TPU:{core}"))
-    stats = plane.plane.stats
-    plane.stat(stats, "device_type_string", "str", device.type_string)
-    for name, value in (
-        ("peak_teraflops_per_second", device.tflops),
-        ("peak_hbm_bw_gigabytes_per_second", device.hbm),
-        ("peak_sram_rd_bw_gigabytes_per_second", device.sram_rd),
-        ("peak_sram_wr_bw_gigabytes_per_second", device.sram_wr),
-        ("peak_cmem_rd_bw_gigabytes_per_second", device.cmem_rd),
-        ("peak_cmem_wr_bw_gigabytes_per_second", device.cmem_wr),
-        ("peak_vmem_rd_bw_gigabytes_per_second", device.vmem_rd),
-        ("peak_vmem_wr_bw_gigabytes_per_second", device.vmem_wr),
-    ):
-        plane.stat(stats, name, "double", value)
-    plane.stat(stats, "has_megacore", "int64", device.megacore)
-    plane.stat(stats, "has_merged_vmem", "int64", device.merged_vmem)
+    plane = xspace_builder.plane(
+        space,
+        f"/device:TPU:{core}",
+        plane_id=2 + 8 * core,
+        stats={
+            "device_type_string": device.type_string,
+            "peak_teraflops_per_second": float(device.tflops),
+            "peak_hbm_bw_gigabytes_per_second": float(device.hbm),
+            "peak_sram_rd_bw_gigabytes_per_second": float(device.sram_rd),
+            "peak_sram_wr_bw_gigabytes_per_second": float(device.sram_wr),
+            "peak_cmem_rd_bw_gigabytes_per_second": float(device.cmem_rd),
+            "peak_cmem_wr_bw_gigabytes_per_second": float(device.cmem_wr),
+            "peak_vmem_rd_bw_gigabytes_per_second": float(device.vmem_rd),
+            "peak_vmem_wr_bw_gigabytes_per_second": float(device.vmem_wr),
+            "has_megacore": int(device.megacore),
+            "has_merged_vmem": int(device.merged_vmem),
+        },
+    )
 
     # One metadata per distinct op, carrying its per-occurrence cost.
     op_ids = []
     symbols = [0, 0]
     for op in ops:
-        meta = plane.event_metadata(op.hlo, op.name)
-        op_ids.append(meta.id)
+        mid = len(op_ids) + 1
         symbols[op.program] += 1
-        line = 40 + 3 * meta.id
-        plane.stat(meta.stats, "hlo_category", "str", op.category)
-        plane.stat(meta.stats, "program_id", "uint64", PROGRAMS[op.program][1])
-        plane.stat(meta.stats, "symbol_id", "uint64", symbols[op.program])
-        plane.stat(meta.stats, "flops", "int64", op.flops)
-        plane.stat(meta.stats, "model_flops", "int64", op.model_flops)
-        plane.stat(meta.stats, "bytes_accessed", "int64", op.bytes_accessed)
-        plane.stat(meta.stats, "raw_bytes_accessed", "int64", op.bytes_accessed)
+        line = 40 + 3 * mid
+        stats = {
+            "hlo_category": op.category,
+            "program_id": U64(PROGRAMS[op.program][1]),
+            "symbol_id": U64(symbols[op.program]),
+            "flops": int(op.flops),
+            "model_flops": int(op.model_flops),
+            "bytes_accessed": int(op.bytes_accessed),
+            "raw_bytes_accessed": int(op.bytes_accessed),
+        }
         breakdown = _breakdown(op, device)
         if breakdown is not None:
-            plane.stat(meta.stats, "memory_access_breakdown", "bytes", breakdown)
-        plane.stat(meta.stats, "source", "str", f"train.py:{line}")
-        stack = (
-            f"train.py:{line}:{4 + meta.id % 9}\nmodel.py:{100 + 7 * meta.id}:12\nmain.py:31:5\n"
+            stats["memory_access_breakdown"] = breakdown
+        stats["source"] = f"train.py:{line}"
+        stats["source_stack"] = (
+            f"train.py:{line}:{4 + mid % 9}\nmodel.py:{100 + 7 * mid}:12\nmain.py:31:5\n"
         )
-        plane.stat(meta.stats, "source_stack", "str", stack)
-        plane.stat(meta.stats, "tf_op", "str", op.tf_op)
-    module_ids = []
-    for name, program_id in PROGRAMS:
-        module_ids.append(plane.event_metadata(f"{name}({program_id})", name).id)
+        stats["tf_op"] = op.tf_op
+        op_ids.append(plane.event_metadata(op.hlo, op.name, stats))
+    module_ids = [
+        plane.event_metadata(f"{name}({program_id})", name) for name, program_id in PROGRAMS
+    ]
 
     last_end = 0
     if timeline.steps:
         steps_line = plane.plane.lines.add(id=1, name="Steps", timestamp_ns=0)
         step_num = plane.stat_id("step_num")
         for number, begin, duration in timeline.steps:
-            meta_id = plane.event_metadata(str(number)).id
+            meta_id = plane.event_metadata(str(number))
             event = steps_line.events.add(
                 metadata_id=meta_id, offset_ps=begin + shift, duration_ps=duration
             )
@@ -685,7 +656,7 @@ _HOST_THREADS = (
 
 def _host_plane(space: xplane_pb2.XSpace, spec: TpuSpec, repeats: int, span_ps: int) -> None:
     """`/host:CPU` with filler threads: readers of TPU profiles must skip all of it."""
-    plane = _Plane(space.planes.add(id=1, name="/host:CPU"))
+    plane = xspace_builder.plane(space, "/host:CPU", plane_id=1)
     rng = np.random.default_rng([spec.seed, 9_999])
     long_name, source = plane.stat_id("long_name"), plane.stat_id("_src")
     # Enough events that the host plane keeps its share of the file as the profile grows.
@@ -700,7 +671,7 @@ def _host_plane(space: xplane_pb2.XSpace, spec: TpuSpec, repeats: int, span_ps: 
             display_name=line_name,
             timestamp_ns=8_482 + 17 * index,
         )
-        metas = [plane.event_metadata(f"{name}") for name in names]
+        metas = [plane.event_metadata(name) for name in names]
         refs = [plane.stat_id(f"{src}.py:{100 + 11 * k}") for k, src in enumerate(("jax", "xla"))]
         begins = np.sort(rng.integers(0, span_ps, per_line))
         gaps = np.diff(np.append(begins, span_ps))
@@ -709,7 +680,7 @@ def _host_plane(space: xplane_pb2.XSpace, spec: TpuSpec, repeats: int, span_ps: 
         add = line.events.add
         rows = zip(begins.tolist(), durations.tolist(), which.tolist())
         for k, (begin, duration, w) in enumerate(rows):
-            event = add(metadata_id=metas[w].id, offset_ps=begin, duration_ps=duration)
+            event = add(metadata_id=metas[w], offset_ps=begin, duration_ps=duration)
             event.stats.add(metadata_id=source, ref_value=refs[k % 2])
             if k % 8 == 0:
                 event.stats.add(metadata_id=long_name, str_value=f"{names[w]} #{k}#")
@@ -735,10 +706,13 @@ def _build(spec: TpuSpec, repeats: int, origin_ps: int = _DEVICE_ORIGIN_PS) -> x
     span += 50 * US
     _host_plane(space, spec, repeats, span)
     space.planes.add(id=0, name="/host:metadata")
-    env = _Plane(space.planes.add(id=1_000, name="Task Environment"))
     start = _PROFILE_START_NS + 1_000 * spec.seed
-    env.stat(env.plane.stats, "profile_start_time", "uint64", start)
-    env.stat(env.plane.stats, "profile_stop_time", "uint64", start + span // NS)
+    xspace_builder.plane(
+        space,
+        "Task Environment",
+        plane_id=1_000,
+        stats={"profile_start_time": U64(start), "profile_stop_time": U64(start + span // NS)},
+    )
     return space
 
 
