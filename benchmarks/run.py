@@ -37,12 +37,18 @@ def measure(cmd: list[str]) -> tuple[float, float]:
 
 
 def generated(out: Path, megabytes: int) -> Path:
-    from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace, write_profile
+    """A TPU-shaped profile of about ``megabytes`` MB, generated once in another process.
 
+    This process stays small: a child's peak RSS counts what it inherited at fork time.
+    """
     path = out / f"tpu_{megabytes}mb.xplane.pb"
     if not path.exists():
-        spec = TpuSpec(target_bytes=megabytes * 1_000_000, host=f"bench{megabytes}")
-        write_profile(path, tpu_xspace(spec))
+        code = (
+            "import sys; from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace, "
+            "write_profile; write_profile(sys.argv[1], tpu_xspace(TpuSpec("
+            f"target_bytes={megabytes * 1_000_000}, host='bench{megabytes}')))"
+        )
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=REPO)
     return path
 
 

@@ -236,29 +236,34 @@ def _bound_by(
 # --- the Program record and the op records ----------------------------------------------------
 
 
-def program_db(db: OpMetricsDb, include_infeed_outfeed: bool) -> OpMetricsDb:
-    """XProf's synthetic Program op: sums of all ops but inner-op containers, over db time."""
-    category = db.category
-    skip = np.array([c in INNER_OP_CATEGORIES for c in category.tolist()], bool)
-    io = np.array([is_infeed_or_outfeed(c) for c in category.tolist()], bool)
-    io_time = 0
-    if not include_infeed_outfeed:
-        io_time = int(db.time_ps[io & ~skip].sum())
-        skip |= io
-    keep = ~skip
-    cols = empty_columns(1)
-    cols["name"][0] = cols["category"][0] = "Program"
-    cols["occurrences"][0] = 1
-    cols["time_ps"][0] = int(db.total_time_ps) - io_time
-    cols["normalized_time_ps"][0] = cols["time_ps"][0]
-    cols["flops"][0] = db.flops[keep].sum()
-    cols["bytes_accessed"][0] = db.bytes_accessed[keep].sum()
-    cols["model_flops"][0] = np.where(
-        db.model_flops[keep] > 0, db.model_flops[keep], db.flops[keep]
-    ).sum()
-    cols["breakdown"][0] = db.breakdown[keep].sum(axis=0)
-    cols["has_breakdown"][0] = bool(db.has_breakdown[keep].any())
-    return OpMetricsDb(**cols, total_time_ps=int(cols["time_ps"][0]))
+def program_db(dbs: list[OpMetricsDb], include_infeed_outfeed: bool) -> OpMetricsDb:
+    """XProf's synthetic Program op of each db, one row per db.
+
+    Sums all ops but inner-op containers (call, while, ...), over the db's device time;
+    without infeed/outfeed their ops and time are taken out.
+    """
+    cols = empty_columns(len(dbs))
+    cols["name"][:] = "Program"
+    cols["category"][:] = "Program"
+    cols["occurrences"][:] = 1
+    for i, db in enumerate(dbs):
+        categories = db.category.tolist()
+        skip = np.array([c in INNER_OP_CATEGORIES for c in categories], bool)
+        io_time = 0
+        if not include_infeed_outfeed:
+            io = np.array([is_infeed_or_outfeed(c) for c in categories], bool)
+            io_time = int(db.time_ps[io & ~skip].sum())
+            skip |= io
+        keep = ~skip
+        cols["time_ps"][i] = int(db.total_time_ps) - io_time
+        cols["flops"][i] = db.flops[keep].sum()
+        cols["bytes_accessed"][i] = db.bytes_accessed[keep].sum()
+        model = db.model_flops[keep]
+        cols["model_flops"][i] = np.where(model > 0, model, db.flops[keep]).sum()
+        cols["breakdown"][i] = db.breakdown[keep].sum(axis=0)
+        cols["has_breakdown"][i] = bool(db.has_breakdown[keep].any())
+    cols["normalized_time_ps"] = cols["time_ps"].astype(np.float64)
+    return OpMetricsDb(**cols)
 
 
 def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
@@ -271,15 +276,15 @@ def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
 def _records(
     db: OpMetricsDb,
     metrics: dict[str, np.ndarray],
-    record_type: int,
+    record_types: list[int],
     include: bool,
-    step_num: int = 0,
+    step_nums: list[int] | None = None,
 ) -> list[rm.RooflineModelRecord]:
     records = []
     lists = {k: v.tolist() for k, v in metrics.items()}
     for i in range(len(db)):
         rec = rm.RooflineModelRecord(
-            record_type=record_type,
+            record_type=record_types[i],
             hlo_name=db.name[i],
             hlo_category=db.category[i],
             hlo_module_id=int(db.program_id[i]),
@@ -290,8 +295,8 @@ def _records(
             flops_v2=float(db.flops[i]),
             bytes_accessed=int(min(max(db.bytes_accessed[i], 0), 2**64 - 1)),
         )
-        if record_type == rm.PER_STEP:
-            rec.step_num = step_num
+        if record_types[i] == rm.PER_STEP and step_nums is not None:
+            rec.step_num = step_nums[i]
         for key, values in lists.items():
             setattr(rec, key, values[i])
         if db.source_file[i] or db.source_line[i] >= 0:
@@ -302,28 +307,28 @@ def _records(
     return records
 
 
-def program_record(
-    db: OpMetricsDb,
+def program_records(
+    dbs: list[OpMetricsDb],
     peaks: DatabasePeaks,
     core_count: int,
     include: bool,
-    record_type: int,
-    step_num: int = 0,
-    steps_divisor: int = 1,
-) -> rm.RooflineModelRecord:
-    """The Program record of ``db``; AVERAGE_STEP divides its times by ``steps_divisor``."""
-    prog = program_db(db, include)
-    metrics = record_metrics(prog, prog.total_time_ps, peaks, core_count)
-    if steps_divisor > 1:
-        for key in ("total_time_in_us", "total_self_time_in_us"):
-            metrics[key] = metrics[key] / steps_divisor
-        metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
-    (rec,) = _records(prog, metrics, record_type, include, step_num)
-    rec.rank = 0
-    rec.total_self_time_as_fraction = 0.0
-    rec.cumulative_total_self_time_as_fraction = 0.0
-    rec.ClearField("source_info")
-    return rec
+    record_types: list[int],
+    step_nums: list[int],
+    steps_divisors: list[int],
+) -> list[rm.RooflineModelRecord]:
+    """The Program record of each db; AVERAGE_STEP divides its times by its ``steps_divisor``."""
+    prog = program_db(dbs, include)
+    metrics = record_metrics(prog, prog.time_ps, peaks, core_count)
+    divisor = np.asarray(steps_divisors, np.float64)
+    for key in ("total_time_in_us", "total_self_time_in_us"):
+        metrics[key] = metrics[key] / divisor
+    metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
+    records = _records(prog, metrics, record_types, include, step_nums)
+    for rec in records:
+        rec.rank = 0
+        rec.total_self_time_as_fraction = 0.0
+        rec.cumulative_total_self_time_as_fraction = 0.0
+    return records
 
 
 def op_records(
@@ -342,7 +347,7 @@ def op_records(
     fraction = safe_divide(metrics["total_self_time_in_us"], total_ps / 1e6)
     metrics["total_self_time_as_fraction"] = fraction
     metrics["cumulative_total_self_time_as_fraction"] = np.cumsum(fraction)
-    records = _records(sub, metrics, rm.ALL, include)
+    records = _records(sub, metrics, [rm.ALL] * len(sub), include)
     for rank, rec in enumerate(records, start=1):
         rec.rank = rank
     return records
@@ -400,25 +405,16 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
     cores = run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
+    step_programs = [(s.db, rm.PER_STEP, s.step_num, 1) for s in used_steps]
+    if average is not None:
+        step_programs.insert(0, (average, rm.AVERAGE_STEP, 0, max(len(used_steps), 1)))
     for include in (True, False):
         records = database.roofline_model_record
-        records.append(program_record(stats.all_db, peaks, cores, include, rm.ALL))
+        records.extend(program_records([stats.all_db], peaks, cores, include, [rm.ALL], [0], [1]))
         records.extend(op_records(stats.all_db, peaks, cores, include))
-        if average is not None:
-            records.append(
-                program_record(
-                    average,
-                    peaks,
-                    cores,
-                    include,
-                    rm.AVERAGE_STEP,
-                    steps_divisor=max(len(used_steps), 1),
-                )
-            )
-        for step in used_steps:
-            records.append(
-                program_record(step.db, peaks, cores, include, rm.PER_STEP, step.step_num)
-            )
+        if step_programs:
+            dbs, kinds, nums, divisors = (list(col) for col in zip(*step_programs))
+            records.extend(program_records(dbs, peaks, cores, include, kinds, nums, divisors))
     diagnostics = step_diagnostics(stats)
     diagnostics.extend(stats.diagnostics)
     _add_diagnostics(database, diagnostics)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .op_metrics import MEMORY_SPACES, OpMetricsDb, combine, empty_columns, self_times, with_idle
+from .op_metrics import MEMORY_SPACES, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import Diagnostics, OpStats, StepInfo
 from .perf_env import RunEnvironment, tpu_perf_env
 from .profile_reader import (
@@ -153,33 +153,75 @@ def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
     )
 
 
-def core_db(core: CoreOps, window: tuple[int, int] | None = None) -> OpMetricsDb:
-    """Sums a core's op events (those starting inside ``window``, if given) per op."""
-    take = core.op_row >= 0
-    if window is not None:
-        take &= (core.begin_ps >= window[0]) & (core.begin_ps < window[1])
-        total = window[1] - window[0]
-    else:
-        total = core.span_ps
-    rows = core.op_row[take]
-    n = len(core.ops["name"])
-    occ = np.bincount(rows, weights=core.occurrences[take], minlength=n)
-    duration = (core.end_ps - core.begin_ps)[take]
-    time_ps = np.bincount(rows, weights=duration, minlength=n)
-    self_ps = np.bincount(rows, weights=core.self_ps[take], minlength=n)
-    cols = {k: v.copy() for k, v in core.ops.items()}
-    cols["occurrences"] = occ.astype(np.int64)
-    cols["time_ps"] = time_ps.astype(np.int64)
-    cols["self_time_ps"] = self_ps.astype(np.int64)
-    for cost in ("flops", "model_flops", "bytes_accessed"):
-        cols[cost] = cols[cost] * occ
-    cols["breakdown"] = cols["breakdown"] * occ[:, None, None]
-    cols["dma_stall_ps"] = np.bincount(rows, weights=core.dma_stall_ps[take], minlength=n)
-    cols["normalized_time_ps"] = np.bincount(
-        rows, weights=duration * core.time_scale[take], minlength=n
-    )
-    db = OpMetricsDb(**cols, total_time_ps=int(total))
-    return db.take(np.nonzero(occ > 0)[0])
+_STATIC = ("program_id", "name", "category", "has_breakdown", "source_file", "source_line")
+_STATIC += ("source_stack", "dtype", "flops", "model_flops", "bytes_accessed", "breakdown")
+
+
+def windowed_dbs(
+    cores: list[CoreOps], windows: list[list[tuple[int, int]]] | None = None
+) -> list[OpMetricsDb]:
+    """Op metrics summed over cores: of whole cores, or per window (step).
+
+    ``windows[c][w]`` is window w on core c; an event belongs to the window it starts in.
+    One pass over each core's events bins them by (window, op); ops of all cores share
+    one table keyed by (program, name), so no per-window merging is needed.
+    """
+    keys: dict[tuple[int, str], int] = {}
+    mappings = []
+    for core in cores:
+        mapping = np.empty(len(core.ops["name"]), np.int64)
+        pairs = zip(core.ops["program_id"].tolist(), core.ops["name"].tolist())
+        for row, key in enumerate(pairs):
+            mapping[row] = keys.setdefault(key, len(keys))
+        mappings.append(mapping)
+    n = len(keys)
+    table = empty_columns(n)
+    for core, mapping in reversed(list(zip(cores, mappings))):  # the first core wins
+        for col in _STATIC:
+            table[col][mapping] = core.ops[col]
+    count = 1 if windows is None else len(windows[0])
+    grids = {k: np.zeros((count, n)) for k in ("occ", "time", "self", "dma", "norm")}
+    totals = np.zeros(count, np.int64)
+    for c, (core, mapping) in enumerate(zip(cores, mappings)):
+        take = core.op_row >= 0
+        if windows is None:
+            group = np.zeros(len(core.begin_ps), np.int64)
+            totals[0] += core.span_ps
+        else:
+            starts = np.array([w[0] for w in windows[c]], np.int64)
+            ends = np.array([w[1] for w in windows[c]], np.int64)
+            group = np.searchsorted(starts, core.begin_ps, side="right") - 1
+            inside = group >= 0
+            inside[inside] &= core.begin_ps[inside] < ends[group[inside]]
+            take &= inside
+            totals += ends - starts
+        index = group[take] * n + mapping[core.op_row[take]]
+        duration = (core.end_ps - core.begin_ps)[take]
+        for name, weights in (
+            ("occ", core.occurrences[take]),
+            ("time", duration),
+            ("self", core.self_ps[take]),
+            ("dma", core.dma_stall_ps[take]),
+            ("norm", duration * core.time_scale[take]),
+        ):
+            grids[name] += np.bincount(index, weights=weights, minlength=count * n).reshape(
+                count, n
+            )
+    dbs = []
+    for w in range(count):
+        occ = grids["occ"][w]
+        cols = dict(table)
+        cols["occurrences"] = occ.astype(np.int64)
+        cols["time_ps"] = grids["time"][w].astype(np.int64)
+        cols["self_time_ps"] = grids["self"][w].astype(np.int64)
+        for cost in ("flops", "model_flops", "bytes_accessed"):
+            cols[cost] = table[cost] * occ
+        cols["breakdown"] = table["breakdown"] * occ[:, None, None]
+        cols["dma_stall_ps"] = grids["dma"][w]
+        cols["normalized_time_ps"] = grids["norm"][w]
+        db = OpMetricsDb(**cols, total_time_ps=int(totals[w]))
+        dbs.append(db.take(np.nonzero(occ > 0)[0]))
+    return dbs
 
 
 def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) -> bool:
@@ -205,7 +247,7 @@ def tpu_op_stats(profile: Profile, host: str) -> OpStats:
         device_core_count=len(planes),
         active_core_count=sum(1 for c in cores if len(c.begin_ps)),
     )
-    all_db = with_idle(combine([core_db(c) for c in cores if len(c.begin_ps)]))
+    all_db = with_idle(windowed_dbs([c for c in cores if len(c.begin_ps)])[0])
     stats = OpStats(hosts=[host], run_env=run_env, perf_env=perf_env, all_db=all_db)
     stats.has_step_markers = any(c.steps for c in cores)
     stats.steps = _intersect_steps([c for c in cores if c.steps])
@@ -217,17 +259,19 @@ def _intersect_steps(cores: list[CoreOps]) -> list[StepInfo]:
     """Steps every core has, by number; each step's ops summed over cores."""
     if not cores:
         return []
-    numbers = set.intersection(*({s[0] for s in c.steps} for c in cores))
-    result = []
-    for num in sorted(numbers):
-        dbs, durations, complete = [], [], True
-        for core in cores:
-            index = next(i for i, s in enumerate(core.steps) if s[0] == num)
-            step = core.steps[index]
-            first, last = index == 0, index == len(core.steps) - 1
-            complete &= not _is_cut(core, step, first, last)
-            dbs.append(core_db(core, (step[1], step[2])))
-            durations.append(step[2] - step[1])
-        db = with_idle(combine(dbs))
-        result.append(StepInfo(num, complete, db, duration_ps=max(durations)))
-    return result
+    numbers = sorted(set.intersection(*({s[0] for s in c.steps} for c in cores)))
+    windows, durations, complete = [], np.zeros(len(numbers), np.int64), [True] * len(numbers)
+    for core in cores:
+        positions = {s[0]: i for i, s in enumerate(core.steps)}
+        chosen = [core.steps[positions[num]] for num in numbers]
+        windows.append([(b, e) for _, b, e in chosen])
+        durations = np.maximum(durations, [e - b for _, b, e in chosen])
+        last = len(core.steps) - 1
+        for k, (num, step) in enumerate(zip(numbers, chosen)):
+            if _is_cut(core, step, positions[num] == 0, positions[num] == last):
+                complete[k] = False
+    dbs = windowed_dbs(cores, windows)
+    return [
+        StepInfo(num, done, with_idle(db), duration_ps=int(d))
+        for num, done, db, d in zip(numbers, complete, dbs, durations)
+    ]

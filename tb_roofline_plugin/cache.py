@@ -1,0 +1,82 @@
+"""A memory-bounded LRU cache with single flight, for converted profiles.
+
+Keys carry the files' size and mtime, so a changed file is a new key. Concurrent
+requests for the same missing key wait for one computation; errors are cached like
+values (a corrupt file stays corrupt until it changes), so they are not re-parsed
+on every request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from typing import Callable, Generic, Hashable, TypeVar
+
+V = TypeVar("V")
+
+
+class _Failure:
+    """A cached exception; re-raised to every caller."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class SingleFlightCache(Generic[V]):
+    """``get(key, compute, size_of)``: computed once per key, evicted least recently used."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max(int(max_bytes), 0)
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._pending: dict[Hashable, Future] = {}
+        self._bytes = 0
+        self.computations = 0  # how many times `compute` ran (tests and stats)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(
+        self, key: Hashable, compute: Callable[[], V], size_of: Callable[[V], int] = lambda v: 0
+    ) -> V:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._unwrap(self._entries[key][0])
+            future = self._pending.get(key)
+            owner = future is None
+            if owner:
+                future = self._pending[key] = Future()
+                self.computations += 1
+        if not owner:
+            return self._unwrap(future.result())
+        try:
+            value: object = compute()
+            size = size_of(value)
+        except Exception as exc:  # cached and re-raised to every waiter
+            value, size = _Failure(exc), 1024
+        with self._lock:
+            self._pending.pop(key, None)
+            self._store(key, value, size)
+        future.set_result(value)
+        return self._unwrap(value)
+
+    def _store(self, key: Hashable, value: object, size: int) -> None:
+        if size > self.max_bytes:
+            return  # too big to keep; the caller still gets it
+        self._entries[key] = (value, size)
+        self._bytes += size
+        while self._bytes > self.max_bytes and self._entries:
+            _, (_, old) = self._entries.popitem(last=False)
+            self._bytes -= old
+
+    @staticmethod
+    def _unwrap(value: object):
+        if isinstance(value, _Failure):
+            raise value.error
+        return value
