@@ -13,10 +13,16 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.9",
-    packages=find_packages(include=["tb_roofline_plugin", "tb_roofline_plugin.*"]),
-    package_data={"tb_roofline_plugin": ["http_api.md", "frontend/*"]},
+    packages=[
+        *find_packages(include=["tb_roofline_plugin", "tb_roofline_plugin.*"]),
+        "tb_roofline_plugin.frontend",
+    ],
     # The frontend lives at the top level (`frontend/`) and ships inside the package.
-    data_files=[],
+    package_dir={"tb_roofline_plugin.frontend": "frontend"},
+    package_data={
+        "tb_roofline_plugin": ["http_api.md"],
+        "tb_roofline_plugin.frontend": ["*.js", "*.css"],
+    },
     install_requires=[
         "tensorboard>=2.21",
         "werkzeug>=1.0.1",
@@ -38,5 +44,6 @@ setup(
     },
     entry_points={
         "console_scripts": ["tb-roofline = tb_roofline_plugin.cli:main"],
+        "tensorboard_plugins": ["roofline = tb_roofline_plugin.loader:RooflineLoader"],
     },
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 
 from .errors import RooflineError
@@ -33,13 +34,25 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo_data import TpuSpec, tpu_xspace, write_profile
+    """Writes a demo logdir (several runs, two hosts, steps) and serves it with TensorBoard."""
+    from .demo_data import write_demo_logdir
     from .summary import demo_summary
 
-    path = os.path.join(args.logdir, "plugins", "profile", "demo_run", "demo-host.xplane.pb")
-    write_profile(path, tpu_xspace(TpuSpec()))
-    print(demo_summary(path))
-    return 0
+    paths = write_demo_logdir(args.logdir)
+    print(f"wrote {len(paths)} demo profiles under {os.path.abspath(args.logdir)}")
+    if args.no_serve:
+        print(demo_summary(str(paths[0])))
+        return 0
+    url = f"http://{args.host}:{args.port}/#roofline"
+    print(f"starting TensorBoard with the roofline plugin: open {url}  (Ctrl-C stops it)")
+    sys.stdout.flush()
+    exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+    command = [exe] if os.path.exists(exe) else [sys.executable, "-m", "tensorboard.main"]
+    command += ["--logdir", args.logdir, "--host", args.host, "--port", str(args.port)]
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 0
 
 
 def _write(text: str, output: str | None) -> None:
@@ -79,8 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--output", "-o")
     summary.set_defaults(func=_summary)
 
-    demo = sub.add_parser("demo", help="generate a demo profile and show its roofline")
+    demo = sub.add_parser("demo", help="generate demo profiles and open them in TensorBoard")
     demo.add_argument("--logdir", default="demo_logdir", help="where to write the demo profiles")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=6006)
+    demo.add_argument(
+        "--no-serve", action="store_true", help="only write the profiles and print a summary"
+    )
     demo.set_defaults(func=_demo)
     return parser
 

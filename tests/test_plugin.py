@@ -1,0 +1,268 @@
+"""Every route through TensorBoard's real routing stack (TensorBoardWSGI + werkzeug Client)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+
+import pytest
+from conftest import run_cli
+from tensorboard.backend import application  # noqa: E402  (after our imports: warnings)
+from tensorboard.plugins import base_plugin
+from tiny_tpu import tiny_tpu
+from werkzeug import test as wtest
+from werkzeug import wrappers
+
+from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace
+from tb_roofline_plugin.plugin import RooflinePlugin
+from tb_roofline_plugin.service import RooflineService
+
+BASE = "/data/plugin/roofline"
+
+
+def _write(path, space):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(space.SerializeToString())
+    return path
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    _write(tmp_path / "train/plugins/profile/r1/host0.xplane.pb", tpu_xspace(TpuSpec(host="host0")))
+    _write(
+        tmp_path / "train/plugins/profile/r1/host1.xplane.pb",
+        tpu_xspace(TpuSpec(host="host1", seed=1)),
+    )
+    _write(tmp_path / "plugins/profile/tiny/tiny.xplane.pb", tiny_tpu())
+    bad = tmp_path / "plugins/profile/broken/h.xplane.pb"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"\x0a\x09/device:")
+    return tmp_path
+
+
+def _client(logdir, **flags):
+    ns = argparse.Namespace(
+        logdir=str(logdir), roofline_cache_mb=None, roofline_max_file_mb=None, **flags
+    )
+    context = base_plugin.TBContext(logdir=str(logdir), flags=ns)
+    plugin = RooflinePlugin(context)
+    app = application.TensorBoardWSGI([plugin])
+    return wtest.Client(app, wrappers.Response), plugin
+
+
+def _get(client, route, **params):
+    response = client.get(f"{BASE}/{route}", query_string=params)
+    return response, (
+        json.loads(response.get_data()) if response.mimetype == "application/json" else None
+    )
+
+
+def test_runs_and_hosts(logdir):
+    client, _ = _client(logdir)
+    response, runs = _get(client, "runs")
+    assert response.status_code == 200 and response.mimetype == "application/json"
+    assert runs == ["broken", "tiny", "train/r1"]
+    assert _get(client, "hosts", run="train/r1")[1] == ["ALL_HOSTS", "host0", "host1"]
+    assert _get(client, "hosts", run="tiny")[1] == ["tiny"]
+
+
+def test_steps_route(logdir):
+    client, _ = _client(logdir)
+    response, body = _get(client, "steps", run="train/r1", host="host0")
+    assert response.status_code == 200
+    assert body["has_step_markers"] is True
+    assert [s["step_num"] for s in body["steps"]] == [0, 1, 2, 3, 4]
+    assert [s["complete"] for s in body["steps"]] == [False, True, True, True, True]
+    assert body["steps"][1]["duration_us"] > 0
+
+
+def test_data_route_equals_the_cli_export(logdir):
+    client, _ = _client(logdir)
+    response, body = _get(client, "data", run="tiny", host="tiny", tag="roofline_model")
+    assert response.status_code == 200
+    cli = json.loads(
+        run_cli("export", logdir / "plugins/profile/tiny/tiny.xplane.pb", check=True).stdout
+    )
+    assert body == cli
+    assert len(body[0]["cols"]) == 37
+
+
+def test_all_hosts_equals_the_cli_on_the_run_folder(logdir):
+    client, _ = _client(logdir)
+    _, body = _get(client, "data", run="train/r1", host="ALL_HOSTS", tag="roofline_model")
+    cli = json.loads(run_cli("export", logdir / "train/plugins/profile/r1", check=True).stdout)
+    assert body == cli
+
+
+def test_json_format(logdir):
+    client, _ = _client(logdir)
+    _, body = _get(client, "data", run="tiny", host="tiny", tag="roofline_model", format="json")
+    assert body["format"] == "tb-roofline/1"
+    assert body["device"]["device_type"] == "TPU test"
+    assert body["database"]["roofline_model_record"][0]["hlo_name"] == "Program"
+
+
+def test_csv_download(logdir):
+    client, _ = _client(logdir)
+    response = client.get(
+        f"{BASE}/data_csv",
+        query_string={"run": "train/r1", "host": "host-a-1", "tag": "roofline_model"},
+    )
+    assert response.status_code == 404
+    response = client.get(
+        f"{BASE}/data_csv",
+        query_string={"run": "train/r1", "host": "host0", "tag": "roofline_model"},
+    )
+    assert response.status_code == 200 and response.mimetype == "text/csv"
+    assert (
+        response.headers["Content-Disposition"]
+        == 'attachment; filename="roofline_model_train_r1_host0.csv"'
+    )
+    lines = response.get_data(as_text=True).splitlines()
+    assert lines[0].startswith('"Step","Rank","Category","Operation"')
+    assert lines[1].startswith('"Total","0.0","Program","Program"')
+
+
+@pytest.mark.parametrize(
+    ("route", "params", "status", "message"),
+    [
+        ("hosts", {"run": "nope"}, 404, "unknown run 'nope'"),
+        ("hosts", {"run": "../../etc"}, 404, "unknown run '../../etc'"),
+        ("hosts", {"run": "/etc/passwd"}, 404, "unknown run '/etc/passwd'"),
+        ("hosts", {}, 400, "missing query parameter 'run'"),
+        ("hosts", {"run": "a\x00b"}, 400, "control characters"),
+        ("hosts", {"run": "x" * 5000}, 400, "longer than 1024"),
+        ("steps", {"run": "tiny", "host": "../tiny"}, 404, "unknown host '../tiny'"),
+        ("data", {"run": "tiny", "host": "tiny", "tag": "overview_page"}, 404, "unknown tag"),
+        ("data", {"run": "tiny", "host": "tiny", "format": "xml"}, 400, "unknown format 'xml'"),
+    ],
+)
+def test_bad_requests_get_json_4xx(logdir, route, params, status, message):
+    client, _ = _client(logdir)
+    response, body = _get(client, route, **params)
+    assert response.status_code == status
+    assert response.mimetype == "application/json"
+    assert message in body["error"]
+    assert "Traceback" not in response.get_data(as_text=True)
+
+
+def test_corrupt_profile_is_an_error_for_that_run_only(logdir):
+    client, _ = _client(logdir)
+    response, body = _get(client, "data", run="broken", host="h", tag="roofline_model")
+    assert response.status_code == 422
+    assert body["error"].startswith(str(logdir / "plugins/profile/broken/h.xplane.pb"))
+    assert "not a valid XSpace profile" in body["error"]
+    assert _get(client, "data", run="tiny", host="tiny", tag="roofline_model")[0].status_code == 200
+
+
+def test_static_files_and_traversal(logdir):
+    client, _ = _client(logdir)
+    response = client.get(f"{BASE}/static/index.js")
+    assert response.status_code == 200 and response.mimetype == "text/javascript"
+    assert b"export async function render" in response.get_data()
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert client.get(f"{BASE}/static/style.css").mimetype == "text/css"
+    plotly = client.get(f"{BASE}/static/plotly.min.js")
+    assert plotly.status_code == 200 and len(plotly.get_data()) > 1_000_000
+    for bad in (
+        "../plugin.py",
+        "%2e%2e/setup.py",
+        "..%5cplugin.py",
+        ".hidden.js",
+        "a%00.js",
+        "nope.js",
+        "x.py",
+    ):
+        assert client.get(f"{BASE}/static/{bad}").status_code == 404, bad
+
+
+def test_plugin_entry_and_listing(logdir):
+    client, plugin = _client(logdir)
+    listing = json.loads(client.get("/data/plugins_listing").get_data())
+    entry = listing["roofline"]
+    assert entry["enabled"] is True
+    assert entry["tab_name"] in ("Profile", "Roofline")
+    assert entry["loading_mechanism"]["module_path"].endswith(
+        "/data/plugin/roofline/static/index.js"
+    )
+    assert plugin.is_active()
+
+
+def test_inactive_without_profiles(tmp_path):
+    client, plugin = _client(tmp_path)
+    assert not plugin.is_active()
+    assert (
+        json.loads(client.get("/data/plugins_listing").get_data())["roofline"]["enabled"] is False
+    )
+    assert _get(client, "runs")[1] == []
+
+
+def test_twenty_parallel_requests_convert_once(logdir):
+    client, plugin = _client(logdir)
+    barrier = threading.Barrier(20)
+    statuses = []
+
+    def fetch():
+        barrier.wait()
+        local = wtest.Client(application.TensorBoardWSGI([plugin]), wrappers.Response)
+        statuses.append(
+            _get(local, "data", run="train/r1", host="host0", tag="roofline_model")[0].status_code
+        )
+
+    threads = [threading.Thread(target=fetch) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert statuses == [200] * 20
+    assert plugin.service.cache.computations == 1
+
+
+def test_cached_results_serve_other_formats_without_parsing_again(logdir):
+    client, plugin = _client(logdir)
+    for fmt in ("datatable", "json", "datatable"):
+        _get(client, "data", run="tiny", host="tiny", tag="roofline_model", format=fmt)
+    _get(client, "steps", run="tiny", host="tiny")
+    client.get(f"{BASE}/data_csv", query_string={"run": "tiny", "host": "tiny"})
+    assert plugin.service.cache.computations == 1
+
+
+def test_a_changed_file_is_converted_again(logdir):
+    client, plugin = _client(logdir)
+    path = logdir / "plugins/profile/tiny/tiny.xplane.pb"
+    first = _get(client, "data", run="tiny", host="tiny", tag="roofline_model")[1]
+    _write(path, tiny_tpu(program_id=99))
+    os.utime(path, ns=(1, 1))
+    second = _get(client, "data", run="tiny", host="tiny", tag="roofline_model")[1]
+    assert plugin.service.cache.computations == 2
+    assert first[0]["rows"][1]["c"][35]["v"] == "7" and second[0]["rows"][1]["c"][35]["v"] == "99"
+
+
+def test_cache_is_bounded(logdir):
+    service = RooflineService(str(logdir), cache_mb=0.001)
+    service.data("tiny", "tiny", None, None)
+    service.data("tiny", "tiny", None, None)
+    assert service.cache.computations == 2 and len(service.cache) == 0
+
+
+def _tree(root):
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+    )
+
+
+def test_serving_every_route_leaves_the_logdir_untouched(logdir):
+    before = _tree(logdir)
+    client, plugin = _client(logdir)
+    plugin.is_active()
+    for run in _get(client, "runs")[1]:
+        for host in _get(client, "hosts", run=run)[1]:
+            _get(client, "steps", run=run, host=host)
+            for fmt in ("datatable", "json"):
+                _get(client, "data", run=run, host=host, tag="roofline_model", format=fmt)
+            client.get(f"{BASE}/data_csv", query_string={"run": run, "host": host})
+    client.get(f"{BASE}/static/index.js")
+    client.get("/data/plugins_listing")
+    assert _tree(logdir) == before
