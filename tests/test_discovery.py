@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tb_roofline_plugin.discovery import discover, has_profiles
 
 
@@ -65,3 +67,27 @@ def test_empty_or_missing_logdir(tmp_path):
     assert discover("") == {}
     assert discover(str(tmp_path / "missing")) == {}
     assert not has_profiles("")
+
+
+def test_remote_logdir_through_tensorboards_filesystem_layer():
+    fsspec = pytest.importorskip("fsspec")
+    from tiny_tpu import tiny_tpu
+
+    from tb_roofline_plugin.service import RooflineService
+
+    fs = fsspec.filesystem("memory")
+    with fs.open("memory://tbr-logdir/exp/plugins/profile/r1/h.xplane.pb", "wb") as f:
+        f.write(tiny_tpu().SerializeToString())
+    try:
+        assert has_profiles("memory://tbr-logdir")
+        runs = discover("memory://tbr-logdir")
+        assert list(runs) == ["exp/r1"]
+        assert (
+            runs["exp/r1"].hosts["h"].path
+            == "memory://tbr-logdir/exp/plugins/profile/r1/h.xplane.pb"
+        )
+        service = RooflineService("memory://tbr-logdir")
+        table = service.result("exp/r1", "h").database
+        assert table.device_type == "TPU test"
+    finally:
+        fs.rm("memory://tbr-logdir", recursive=True)
