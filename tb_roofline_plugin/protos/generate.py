@@ -20,6 +20,7 @@ PROTO_FILES = (
     "diagnostics.proto",
     "source_info.proto",
     "roofline_model.proto",
+    "hlo.proto",
 )
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROTO_DIR = PACKAGE_DIR.parent.parent / "proto"
