@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
+from .cpu import cpu_op_stats
+from .discovery import PROFILE_SUFFIX
+from .gpu import gpu_op_stats
+from .hlo_modules import program_modules
 from .op_metrics import empty_db
 from .op_stats import Diagnostics, OpStats, combine_hosts
 from .perf_env import PerfEnv, RunEnvironment
 from .profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, read_profile
 from .tpu import tpu_op_stats
 
-PROFILE_SUFFIX = ".xplane.pb"
-
-NO_DEVICE_PLANES = (
-    "This profile has no TPU or GPU device planes (planes: {planes}). CPU rooflines need "
-    "the HLO cost model and are not computed by this version; the result is empty."
+NO_OPS = (
+    "This profile has no TPU or GPU device planes and no XLA op events on the host "
+    "(planes: {planes}); there is nothing to put on a roofline."
 )
-GPU_NOT_YET = (
-    "This is a GPU profile ({count} GPU planes). GPU rooflines need the HLO cost model and "
-    "are not computed by this version; the result is empty."
+CPU_COMPUTED = (
+    "CPU roofline computed by tb_roofline_plugin from the HLO cost model (XProf shows no "
+    "roofline for CPU profiles)."
+)
+NO_PEAKS = (
+    "No peaks known for this device: rates and intensities are shown but bound_by is "
+    "Unknown. Give peaks with `tb-roofline export --peaks NAME|FILE` (see `tb-roofline "
+    "calibrate`) or `tensorboard --roofline_peaks NAME|FILE`."
 )
 
 
@@ -28,31 +36,39 @@ def host_name(path: str | os.PathLike) -> str:
     return name[: -len(PROFILE_SUFFIX)] if name.endswith(PROFILE_SUFFIX) else name
 
 
-def analyze_profile(profile: Profile, host: str) -> OpStats:
-    """OpStats of one host; without device planes an empty result that says why."""
-    if profile.planes_matching(TPU_CORE_PLANE) and not profile.planes_matching(GPU_PLANE):
-        return tpu_op_stats(profile, host)
-    gpu_planes = profile.planes_matching(GPU_PLANE)
-    if gpu_planes:
-        message = GPU_NOT_YET.format(count=len(gpu_planes))
-        hardware = "GPU"
+def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -> OpStats:
+    """OpStats of one host. ``peaks`` (user/table/calibration) replace the profile's."""
+    if profile.planes_matching(GPU_PLANE):
+        modules, problems = program_modules(profile)
+        stats = gpu_op_stats(profile, host, modules)
+        stats.notes.extend(problems)
+    elif profile.planes_matching(TPU_CORE_PLANE):
+        stats = tpu_op_stats(profile, host)
     else:
-        planes = ", ".join(profile.all_plane_names) or "none"
-        message = NO_DEVICE_PLANES.format(planes=planes)
-        hardware = "CPU_ONLY"
-    return OpStats(
-        hosts=[host],
-        run_env=RunEnvironment(hardware_type=hardware),
-        perf_env=PerfEnv(),
-        all_db=empty_db(),
-        diagnostics=Diagnostics(info=[message]),
-    )
+        modules, problems = program_modules(profile)
+        stats = cpu_op_stats(profile, host, modules, peaks)
+        stats.notes.extend(problems)
+        if stats.run_env.active_core_count == 0:
+            planes = ", ".join(profile.all_plane_names) or "none"
+            return OpStats(
+                hosts=[host],
+                run_env=RunEnvironment(hardware_type="CPU_ONLY"),
+                perf_env=PerfEnv(),
+                all_db=empty_db(),
+                diagnostics=Diagnostics(info=[NO_OPS.format(planes=planes)]),
+            )
+        stats.diagnostics.info.append(CPU_COMPUTED)
+    if peaks is not None:
+        stats = replace(stats, perf_env=peaks)
+    if not stats.perf_env.known:
+        stats.diagnostics.warnings.append(NO_PEAKS)
+    return stats
 
 
-def analyze_file(path: str | os.PathLike) -> OpStats:
-    return analyze_profile(read_profile(path), host_name(path))
+def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
+    return analyze_profile(read_profile(path), host_name(path), peaks)
 
 
-def analyze_files(paths: list[str | os.PathLike]) -> OpStats:
+def analyze_files(paths: list[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:
     """All hosts of a run combined (one file per host)."""
-    return combine_hosts([analyze_file(p) for p in paths])
+    return combine_hosts([analyze_file(p, peaks) for p in paths])

@@ -10,6 +10,11 @@ import sys
 from .errors import RooflineError
 
 EXIT_BAD_INPUT = 2
+_PEAKS_HELP = (
+    "device peaks to judge by instead of the profile's (a what-if), or for profiles without "
+    "peaks (CPU): a built-in device name (e.g. h100-sxm, mi300x, tpu-v5p) or a JSON file "
+    "(see `calibrate`)"
+)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -18,8 +23,38 @@ def _export(args: argparse.Namespace) -> int:
     from .sources import profile_files
 
     files = profile_files(args.path, args.host)
-    text = render(analyze_files(files), args.format, files)
+    text = render(analyze_files(files, _peaks(args)), args.format, files)
     _write(text, args.output)
+    return 0
+
+
+def _peaks(args: argparse.Namespace):
+    """The PerfEnv of ``--peaks`` (a built-in device name or a JSON file), or None."""
+    if not getattr(args, "peaks", None):
+        return None
+    from .device_peaks import load_perf_env
+
+    try:
+        return load_perf_env(args.peaks)
+    except (KeyError, ValueError) as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        raise RooflineError(f"--peaks: {message}") from None
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from .device_peaks import calibrate, write_calibration
+
+    sizes = {"matrix_n": 512, "stream_mib": 128} if args.quick else {}
+    result = calibrate(**sizes)
+    if args.output:
+        write_calibration(args.output, result)
+        print(f"wrote {args.output}")
+    else:
+        import json
+
+        print(json.dumps(result, indent=1))
+    flops = ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in result["dtype_tflops"].items())
+    print(f"{result['name']}: {flops}; memory {result['hbm_gbps']:,.1f} GB/s", file=sys.stderr)
     return 0
 
 
@@ -29,7 +64,7 @@ def _summary(args: argparse.Namespace) -> int:
     from .summary import summary_text
 
     files = profile_files(args.path, args.host)
-    _write(summary_text(analyze_files(files), files, top=args.top), args.output)
+    _write(summary_text(analyze_files(files, _peaks(args)), files, top=args.top), args.output)
     return 0
 
 
@@ -83,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="datatable: XProf-compatible JSON (default); json: complete; csv: one row a record",
     )
     export.add_argument("--output", "-o", help="write here instead of standard output")
+    export.add_argument("--peaks", help=_PEAKS_HELP)
     export.set_defaults(func=_export)
 
     summary = sub.add_parser("summary", help="print a readable summary of a profile's roofline")
@@ -90,7 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--host")
     summary.add_argument("--top", type=int, default=10, help="number of ops to list")
     summary.add_argument("--output", "-o")
+    summary.add_argument("--peaks", help=_PEAKS_HELP)
     summary.set_defaults(func=_summary)
+
+    calibrate = sub.add_parser(
+        "calibrate", help="measure this machine's peak FLOP/s and memory bandwidth (for --peaks)"
+    )
+    calibrate.add_argument("--output", "-o", help="write the peaks JSON here")
+    calibrate.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
+    calibrate.set_defaults(func=_calibrate)
 
     demo = sub.add_parser("demo", help="generate demo profiles and open them in TensorBoard")
     demo.add_argument("--logdir", default="demo_logdir", help="where to write the demo profiles")

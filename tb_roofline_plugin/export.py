@@ -9,28 +9,33 @@ from google.protobuf import json_format
 from . import __version__
 from .datatable import to_csv, to_datatable
 from .op_stats import OpStats
-from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
+from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from .protos import roofline_model_pb2 as rm
 from .roofline import build_database, ridge_point
 
 FORMATS = ("datatable", "json", "csv")
-_MEMORIES = (
-    ("HBM", HBM_RW),
-    ("SRAM read", SRAM_RD),
-    ("SRAM write", SRAM_WR),
-    ("CMEM read", CMEM_RD),
-    ("CMEM write", CMEM_WR),
-    ("VMEM read", VMEM_RD),
-    ("VMEM write", VMEM_WR),
-)
+
+
+def _memories(stats: OpStats) -> list[tuple[str, int]]:
+    """(label, PerfEnv index) of the memories worth a roof on this device."""
+    kind = stats.run_env.hardware_type
+    if kind == "GPU":
+        return [("HBM", HBM_RW), ("Shared memory / L1", SRAM_WR)]
+    if kind == "CPU":
+        return [("DRAM", HBM_RW)]
+    return [
+        ("HBM", HBM_RW),
+        ("CMEM read", CMEM_RD),
+        ("CMEM write", CMEM_WR),
+        ("VMEM read", VMEM_RD),
+        ("VMEM write", VMEM_WR),
+    ]
 
 
 def device_summary(stats: OpStats) -> dict:
     """Device, peaks (with their source and ridge points) and time-scale facts for the UI."""
     env = stats.perf_env
     peak_gflops = 1000.0 * env.peak_tera_flops_per_second
-    # On TPU the SRAM peaks repeat the VMEM ones; on GPU they are shared memory / L1.
-    is_gpu = stats.run_env.hardware_type == "GPU"
     memories = [
         {
             "name": name,
@@ -38,8 +43,8 @@ def device_summary(stats: OpStats) -> dict:
             "peak_gibps": env.peak_bws_gbps[index] / 1.073741824,
             "ridge_point": ridge_point(peak_gflops, env.peak_bws_gbps[index] / 1.073741824),
         }
-        for name, index in _MEMORIES
-        if env.peak_bws_gbps[index] > 0 and (is_gpu or index not in (SRAM_RD, SRAM_WR))
+        for name, index in _memories(stats)
+        if env.peak_bws_gbps[index] > 0
     ]
     return {
         "hardware_type": stats.run_env.hardware_type,
@@ -52,7 +57,83 @@ def device_summary(stats: OpStats) -> dict:
         "has_merged_vmem": env.has_merged_vmem,
         "has_cmem": env.has_cmem,
         "peaks_source": env.source if env.known else "none",
+        "dtype_peak_gflops": {k: 1000.0 * v for k, v in env.dtype_tflops.items()},
     }
+
+
+# XLA element types -> the compute ceiling they run at.
+_DTYPE_CEILING = {
+    "f64": "fp64",
+    "c128": "fp64",
+    "f32": "fp32",
+    "c64": "fp32",
+    "bf16": "bf16",
+    "f16": "fp16",
+    "s8": "int8",
+    "u8": "int8",
+}
+
+
+def dtype_ceiling(dtype: str) -> str:
+    """The ceiling key (``fp32``, ``bf16``, ``fp8``, ...) of an XLA element type, or ""."""
+    if dtype.startswith("f8"):
+        return "fp8"
+    return _DTYPE_CEILING.get(dtype, "")
+
+
+def op_details(database: rm.RooflineModelDatabase, stats: OpStats) -> list[dict]:
+    """Per op (ALL records, infeed/outfeed included): dtype-aware efficiency and wasted time.
+
+    ``dtype_peak_gflops`` is the ceiling of the op's own input dtype when known (else the
+    single peak); wasted time is time x (1 - roofline efficiency), never negative.
+    """
+    db = stats.all_db
+    dtypes = {(int(p), n): d for p, n, d in zip(db.program_id, db.name, db.dtype)}
+    ceilings = stats.perf_env.dtype_tflops
+    total_us = db.total_time_ps / 1e6
+    details = []
+    for rec in database.roofline_model_record:
+        if rec.record_type != rm.ALL or rec.rank == 0 or not rec.include_infeed_outfeed:
+            continue
+        dtype = dtypes.get((rec.hlo_module_id, rec.hlo_name), "")
+        ceiling = ceilings.get(dtype_ceiling(dtype), 0.0) * 1000.0 or database.peak_flop_rate
+        compute = rec.measured_flop_rate / ceiling if ceiling > 0 else 0.0
+        efficiency = max(rec.memory_bw_relative_to_hw_limit, compute)
+        wasted = rec.total_time_in_us * max(1.0 - min(rec.roofline_efficiency, 1.0), 0.0)
+        details.append(
+            {
+                "hlo_module_id": str(rec.hlo_module_id),
+                "hlo_name": rec.hlo_name,
+                "rank": rec.rank,
+                "dtype": dtype,
+                "dtype_peak_gflops": ceiling,
+                "dtype_compute_efficiency": compute,
+                "dtype_roofline_efficiency": efficiency,
+                "wasted_time_us": wasted,
+                "wasted_time_fraction": wasted / total_us if total_us > 0 else 0.0,
+                "above_roof": rec.roofline_efficiency > 1.05,
+            }
+        )
+    order = sorted(range(len(details)), key=lambda i: -details[i]["wasted_time_us"])
+    for rank, i in enumerate(order, start=1):
+        details[i]["wasted_time_rank"] = rank
+    return details
+
+
+def _unattributed(stats: OpStats) -> list[dict]:
+    db = stats.unattributed
+    if db is None:
+        return []
+    rows = sorted(range(len(db)), key=lambda i: -int(db.time_ps[i]))
+    return [
+        {
+            "name": str(db.name[i]),
+            "category": str(db.category[i]),
+            "occurrences": int(db.occurrences[i]),
+            "total_time_us": int(db.time_ps[i]) / 1e6,
+        }
+        for i in rows
+    ]
 
 
 def to_json(database: rm.RooflineModelDatabase, stats: OpStats, sources: list[str]) -> dict:
@@ -71,6 +152,9 @@ def to_json(database: rm.RooflineModelDatabase, stats: OpStats, sources: list[st
             }
             for s in stats.steps
         ],
+        "ops": op_details(database, stats),
+        "unattributed_kernels": _unattributed(stats),
+        "notes": stats.notes,
         "database": json_format.MessageToDict(database, preserving_proto_field_name=True),
     }
 

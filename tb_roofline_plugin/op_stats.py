@@ -44,6 +44,10 @@ class OpStats:
     steps: list[StepInfo] = field(default_factory=list)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     has_step_markers: bool = False
+    # Ours, not XProf's (json and UI only): device time XProf leaves out (kernels without an
+    # HLO op), notes such as unknown custom calls, and per-op cost flags.
+    unattributed: OpMetricsDb | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def complete_steps(self) -> list[StepInfo]:
@@ -102,7 +106,10 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
                 duration_ps=max(s.duration_ps for s in mine),
             )
         )
+    unattributed = [p.unattributed for p in parts if p.unattributed is not None]
     return OpStats(
+        unattributed=combine(unattributed) if unattributed else None,
+        notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
         hosts=[h for p in parts for h in p.hosts],
         run_env=run_env,
         perf_env=perf_env,

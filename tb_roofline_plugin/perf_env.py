@@ -29,6 +29,8 @@ class PerfEnv:
     has_megacore: bool = False
     has_merged_vmem: bool = False
     source: str = "profile"  # where the peaks came from: profile, built-in table, user file, ...
+    # Per-dtype compute ceilings in TFLOP/s ("fp32", "bf16", "fp8", ...); ours, not XProf's.
+    dtype_tflops: dict[str, float] = field(default_factory=dict)
 
     @property
     def has_cmem(self) -> bool:

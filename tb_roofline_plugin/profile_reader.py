@@ -28,7 +28,8 @@ METADATA_PLANE = "/host:metadata"
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 
-PlaneFilter = Callable[[str], bool]
+# Decides from a plane's name (and the names of all planes) whether to decode it.
+PlaneFilter = Callable[[str, "list[str]"], bool]
 
 _PAST_END = "corrupt or truncated (a field runs past the end of the data)"
 _WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
@@ -42,14 +43,25 @@ _FOREIGN_MAGIC = (
 )
 
 
-def device_planes_only(name: str) -> bool:
-    """The default filter: device planes and ``/host:metadata`` (no host events)."""
+def device_planes_only(name: str, all_names: list[str] | None = None) -> bool:
+    """Device planes and ``/host:metadata`` (no host events)."""
     return name.startswith("/device:") or name == METADATA_PLANE
 
 
-def with_host_plane(name: str) -> bool:
+def with_host_plane(name: str, all_names: list[str] | None = None) -> bool:
     """Device planes, metadata and the host plane (needed for host steps and CPU ops)."""
     return device_planes_only(name) or name == HOST_PLANE
+
+
+def analysis_planes(name: str, all_names: list[str]) -> bool:
+    """What the roofline needs: the host plane only without TPU planes (GPU steps, CPU ops).
+
+    TPU steps and ops are on the device planes, so a TPU profile's host plane, often the
+    biggest part of the file, is skipped undecoded.
+    """
+    if any(TPU_CORE_PLANE.match(n) for n in all_names):
+        return device_planes_only(name)
+    return with_host_plane(name)
 
 
 @dataclass
@@ -137,7 +149,7 @@ def _plane_name(buf: memoryview, start: int, end: int) -> str:
 
 
 def decode_profile(
-    data: bytes | memoryview, path: str = "<bytes>", want: PlaneFilter = device_planes_only
+    data: bytes | memoryview, path: str = "<bytes>", want: PlaneFilter = analysis_planes
 ) -> Profile:
     """Decodes the planes ``want`` accepts; raises ProfileError naming ``path`` on bad input."""
     buf = memoryview(data)
@@ -145,18 +157,21 @@ def decode_profile(
         raise ProfileError(path, "empty file (0 bytes), not an XSpace profile")
     profile = Profile(path=path, hostnames=[], planes=[])
     try:
+        found = []  # (name, start, end) of every plane, in file order
         for number, wire, start, end in _fields(buf, 0, len(buf)):
             if wire != _WIRE_LEN:
                 continue
             if number == 1:
-                name = _plane_name(buf, start, end)
-                if want(name):
-                    profile.planes.append(xplane_pb2.XPlane.FromString(buf[start:end]))
-                else:
-                    profile.skipped_planes.append(name)
+                found.append((_plane_name(buf, start, end), start, end))
             elif number in (2, 3, 4):
                 target = {2: profile.errors, 3: profile.warnings, 4: profile.hostnames}[number]
                 target.append(_text(buf, start, end))
+        names = [name for name, _, _ in found]
+        for name, start, end in found:
+            if want(name, names):
+                profile.planes.append(xplane_pb2.XPlane.FromString(buf[start:end]))
+            else:
+                profile.skipped_planes.append(name)
     except _WireError as exc:
         raise ProfileError(path, f"not a valid XSpace profile: wire format is {exc}") from None
     except DecodeError as exc:
@@ -174,7 +189,7 @@ def _describe_foreign(buf: memoryview) -> str:
     return "no profile planes found"
 
 
-def read_profile(path: str | os.PathLike, want: PlaneFilter = device_planes_only) -> Profile:
+def read_profile(path: str | os.PathLike, want: PlaneFilter = analysis_planes) -> Profile:
     """Reads and decodes one ``.xplane.pb`` file."""
     name = os.fspath(path)
     try:
@@ -317,3 +332,19 @@ def _number(stat: xplane_pb2.XStat) -> float:
     if kind in ("int64_value", "uint64_value", "double_value"):
         return getattr(stat, kind)
     return np.nan
+
+
+def line_stat_values(
+    plane: xplane_pb2.XPlane, line: xplane_pb2.XLine, wanted: Iterable[str]
+) -> dict[str, list]:
+    """Per-event values of the wanted event stats (refs resolved to strings; None if absent)."""
+    names = stat_names(plane)
+    ids = stat_ids(plane, wanted)
+    columns = {sid: name for name, sid in ids.items()}
+    values: dict[str, list] = {name: [None] * len(line.events) for name in wanted}
+    for i, event in enumerate(line.events):
+        for stat in event.stats:
+            name = columns.get(stat.metadata_id)
+            if name is not None:
+                values[name][i] = stat_value(stat, names)
+    return values

@@ -387,7 +387,7 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
     """The full database: both include_infeed_outfeed sets, ALL, AVERAGE_STEP, PER_STEP."""
     run_env = stats.run_env
     database = rm.RooflineModelDatabase(device_type=run_env.device_type)
-    if run_env.hardware_type not in ("TPU", "GPU"):
+    if run_env.hardware_type not in ("TPU", "GPU", "CPU"):
         _add_diagnostics(database, stats.diagnostics)
         return database
     peaks = DatabasePeaks.from_env(stats.perf_env, run_env.hardware_type)

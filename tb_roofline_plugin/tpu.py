@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .device_peaks import tpu_dtype_tflops
 from .op_metrics import MEMORY_SPACES, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import Diagnostics, OpStats, StepInfo
 from .perf_env import RunEnvironment, tpu_perf_env
@@ -240,6 +241,7 @@ def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) 
 def tpu_op_stats(profile: Profile, host: str) -> OpStats:
     planes = profile.planes_matching(TPU_CORE_PLANE)
     perf_env, device_type = tpu_perf_env(planes[0])
+    perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
     cores = [core_ops(plane) for plane in planes]
     run_env = RunEnvironment(
         hardware_type="TPU",

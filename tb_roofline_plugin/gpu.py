@@ -1,0 +1,245 @@
+"""GPU op metrics (NVIDIA and AMD) from ``/device:GPU:N`` kernel events and the HLO cost model.
+
+Kernels on a plane's stream lines carry ``hlo_op`` and ``program_id``; the last ``::``
+part of ``hlo_op`` names the instruction in that program's HLO module, whose cost comes
+from ``hlo_cost``. As in XProf, every kernel is one occurrence, all kernels count in
+the device time, and kernels without an HLO op are not op rows; unlike XProf, an op's
+cost is counted once per execution (a run of consecutive kernels of the same op on
+one stream whose kernel names do not repeat), not once per kernel, and kernels without an
+HLO op are reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .device_peaks import gpu_dtype_tflops, gpu_perf_env
+from .hlo_cost import ModuleCosts
+from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, with_idle
+from .op_stats import OpStats
+from .perf_env import RunEnvironment
+from .profile_reader import (
+    GPU_PLANE,
+    Profile,
+    as_float,
+    as_uint64,
+    line_stat_values,
+    stat_names,
+    stats_dict,
+)
+from .protos import xplane_pb2
+
+KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
+NO_HLO_CATEGORY = "kernel without HLO op"
+
+
+@dataclass
+class Kernels:
+    """All kernel events of one GPU plane, in time order per line."""
+
+    begin_ps: np.ndarray
+    end_ps: np.ndarray
+    line: np.ndarray
+    name: list[str]  # kernel (event metadata) name
+    hlo_op: list[str | None]
+    program_id: list[int]
+    tf_op: list[str | None]
+    correlation_id: list[int | None]
+    flops: list[float | None]
+    bytes_accessed: list[float | None]
+
+    @property
+    def span_ps(self) -> int:
+        return int(self.end_ps.max() - self.begin_ps.min()) if len(self.begin_ps) else 0
+
+
+def read_kernels(plane: xplane_pb2.XPlane) -> Kernels:
+    """Every event of every line of the plane (kernels, memcpys), with absolute times."""
+    begins, ends, lines, names = [], [], [], []
+    values: dict[str, list] = {k: [] for k in KERNEL_STATS}
+    for index, line in enumerate(plane.lines):
+        base = line.timestamp_ns * 1000
+        for event in line.events:
+            begin = base + event.offset_ps
+            begins.append(begin)
+            ends.append(begin + event.duration_ps)
+            meta = plane.event_metadata.get(event.metadata_id)
+            names.append(meta.name if meta is not None else "")
+            lines.append(index)
+        stats = line_stat_values(plane, line, KERNEL_STATS)
+        for key in KERNEL_STATS:
+            values[key].extend(stats[key])
+    hlo_ops = [v if isinstance(v, str) and v else None for v in values["hlo_op"]]
+    tf_ops = [v if isinstance(v, str) and v else None for v in values["tf_op"]]
+    return Kernels(
+        begin_ps=np.asarray(begins, np.int64),
+        end_ps=np.asarray(ends, np.int64),
+        line=np.asarray(lines, np.int64),
+        name=names,
+        hlo_op=hlo_ops,
+        program_id=[as_uint64(v) for v in values["program_id"]],
+        tf_op=tf_ops,
+        correlation_id=values["correlation_id"],
+        flops=[as_float(v, None) for v in values["flops"]],
+        bytes_accessed=[as_float(v, None) for v in values["bytes_accessed"]],
+    )
+
+
+@dataclass
+class _OpRow:
+    program_id: int
+    name: str
+    category: str
+    kernels: int = 0
+    executions: int = 0
+    time_ps: int = 0
+    event_flops: float = 0.0
+    event_bytes: float = 0.0
+    source: tuple[str, int, str] = ("", -1, "")
+    cost: object = None
+
+
+@dataclass
+class GpuOps:
+    """Ops (by program and instruction) and kernels without an HLO op, of some kernels."""
+
+    rows: dict[tuple[int, str], _OpRow] = field(default_factory=dict)
+    unattributed: dict[str, _OpRow] = field(default_factory=dict)
+
+
+def _op_of(kernels: Kernels, i: int, modules: dict[int, ModuleCosts]):
+    """(program, instruction name, module) of kernel i; None when it is no XLA/framework op."""
+    hlo_op = kernels.hlo_op[i]
+    if hlo_op is not None:
+        name = hlo_op.rsplit("::", 1)[-1]
+        module = modules.get(kernels.program_id[i])
+        if module is None or module.cost(name) is None:
+            return None
+        return kernels.program_id[i], name, module
+    if kernels.tf_op[i] is not None and not kernels.tf_op[i].startswith("XlaModule:"):
+        return 0, f"{kernels.tf_op[i]}/{kernels.name[i]}", None
+    return None
+
+
+def collect_ops(kernels: Kernels, modules: dict[int, ModuleCosts], take: np.ndarray) -> GpuOps:
+    """Sums the kernels selected by ``take`` per op (and per kernel name without an op)."""
+    ops = GpuOps()
+    # Per line: the op of the last kernel and the kernel names of its current execution. A
+    # new execution starts with another op or when a kernel name repeats: an op launched as
+    # kernels [A, B] three times in a row is A B A B A B, i.e. three executions.
+    previous: dict[int, tuple[tuple[int, str] | None, set[str]]] = {}
+    order = np.lexsort((kernels.begin_ps, kernels.line))
+    for i in order[take[order]].tolist():
+        found = _op_of(kernels, i, modules)
+        duration = int(kernels.end_ps[i] - kernels.begin_ps[i])
+        line = int(kernels.line[i])
+        if found is None:
+            name = kernels.name[i] or "(unnamed kernel)"
+            row = ops.unattributed.setdefault(name, _OpRow(0, name, NO_HLO_CATEGORY))
+            row.kernels += 1
+            row.executions += 1
+            row.time_ps += duration
+            previous[line] = (None, set())
+            continue
+        program, name, module = found
+        key = (program, name)
+        row = ops.rows.get(key)
+        if row is None:
+            if module is None:
+                row = _OpRow(program, name, "framework op")
+            else:
+                row = _OpRow(program, name, module.category(name), source=module.source(name))
+                row.cost = module.cost(name)
+            ops.rows[key] = row
+        row.kernels += 1
+        row.time_ps += duration
+        last_key, seen = previous.get(line, (None, set()))
+        if last_key != key or kernels.name[i] in seen:
+            row.executions += 1
+            seen = set()
+        seen.add(kernels.name[i])
+        previous[line] = (key, seen)
+        row.event_flops += kernels.flops[i] or 0.0
+        row.event_bytes += kernels.bytes_accessed[i] or 0.0
+    return ops
+
+
+def ops_db(rows: list[_OpRow], total_time_ps: int) -> OpMetricsDb:
+    """Op metrics of the rows: per-execution cost × executions; kernels as occurrences."""
+    cols = empty_columns(len(rows))
+    for i, row in enumerate(rows):
+        cols["program_id"][i] = row.program_id
+        cols["name"][i] = row.name
+        cols["category"][i] = row.category
+        cols["occurrences"][i] = row.kernels
+        cols["time_ps"][i] = cols["self_time_ps"][i] = row.time_ps
+        cols["normalized_time_ps"][i] = row.time_ps
+        cost = row.cost
+        flops = cost.flops * row.executions if cost is not None else 0.0
+        total_bytes = cost.bytes_accessed * row.executions if cost is not None else 0.0
+        written = cost.bytes_written * row.executions if cost is not None else 0.0
+        if flops <= 0 and row.event_flops > 0:  # XProf's fallback: stats on the events
+            flops = row.event_flops
+        if total_bytes <= 0 and row.event_bytes > 0:
+            total_bytes, written = row.event_bytes, 0.0
+        cols["flops"][i] = cols["model_flops"][i] = flops
+        cols["bytes_accessed"][i] = total_bytes
+        read = max(total_bytes - written, 0.0)
+        cols["breakdown"][i, HBM, READ] = read
+        cols["breakdown"][i, HBM, WRITE] = max(written, 0.0)
+        cols["has_breakdown"][i] = read > 0 or written > 0
+        cols["source_file"][i], cols["source_line"][i], cols["source_stack"][i] = row.source
+        cols["dtype"][i] = cost.dtype if cost is not None else ""
+    return OpMetricsDb(**cols, total_time_ps=int(total_time_ps))
+
+
+def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -> OpStats:
+    planes = profile.planes_matching(GPU_PLANE)
+    with_stats = [p for p in planes if p.stats] or planes
+    plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
+    perf_env, device_type = gpu_perf_env(plane_stats)
+    perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
+    all_kernels = [read_kernels(p) for p in planes]
+    used = [k for k in all_kernels if len(k.begin_ps)]
+    total = sum(k.span_ps for k in used)
+    op_rows: dict[tuple[int, str], _OpRow] = {}
+    unattributed: dict[str, _OpRow] = {}
+    for kernels in used:
+        ops = collect_ops(kernels, modules, np.ones(len(kernels.begin_ps), bool))
+        _merge(op_rows, ops.rows)
+        _merge(unattributed, ops.unattributed)
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="GPU",
+            device_type=device_type,
+            device_core_count=len(planes),
+            active_core_count=len(used),
+        ),
+        perf_env=perf_env,
+        all_db=with_idle(ops_db(list(op_rows.values()), total)),
+        unattributed=ops_db(list(unattributed.values()), total) if unattributed else None,
+    )
+    stats.notes.extend(cost_notes(op_rows.values()))
+    return stats
+
+
+def _merge(into: dict, rows: dict) -> None:
+    for key, row in rows.items():
+        mine = into.get(key)
+        if mine is None:
+            into[key] = row
+            continue
+        mine.kernels += row.kernels
+        mine.executions += row.executions
+        mine.time_ps += row.time_ps
+        mine.event_flops += row.event_flops
+        mine.event_bytes += row.event_bytes
+
+
+def cost_notes(rows) -> list[str]:
+    """One note per custom-call target whose cost is unknown (0 FLOPs; bytes from shapes)."""
+    targets = sorted({row.cost.note for row in rows if row.cost is not None and row.cost.unknown})
+    return [f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in targets]

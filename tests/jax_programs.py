@@ -1,0 +1,74 @@
+"""Small JAX programs recorded on CPU for the tests: each a jitted step run inside step markers."""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+
+def _programs():
+    import jax
+    import jax.numpy as jnp
+
+    key = jax.random.PRNGKey(0)
+    k1, k2, k3 = jax.random.split(key, 3)
+
+    def matmul_chain(x, w):
+        for _ in range(3):
+            x = jnp.tanh(x @ w)
+        return x
+
+    def mlp_loss(params, x, y):
+        h = jax.nn.gelu(x @ params["w1"])
+        logits = h @ params["w2"]
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, axis=-1))
+
+    def mlp_step(params, x, y):
+        loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
+        return loss, jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads)
+
+    def attention(q, k, v):
+        scores = jnp.einsum("bhqd,bhkd->bhqk", q, k) / jnp.sqrt(q.shape[-1])
+        return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(scores, axis=-1), v)
+
+    def convolution(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+
+    def layer_norm(x, gamma, beta):
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.var(x, axis=-1, keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5) * gamma + beta
+
+    params = {
+        "w1": jax.random.normal(k1, (256, 512)),
+        "w2": jax.random.normal(k2, (512, 10)),
+    }
+    return {
+        "matmul_chain": (matmul_chain, (jnp.ones((256, 256)), jnp.ones((256, 256)) / 256)),
+        "mlp_step": (mlp_step, (params, jnp.ones((64, 256)), jnp.ones((64, 10)) / 10)),
+        "attention": (attention, tuple(jax.random.normal(k3, (2, 4, 64, 32)) for _ in range(3))),
+        "convolution": (convolution, (jnp.ones((4, 16, 32, 32)), jnp.ones((32, 16, 3, 3)) / 9)),
+        "layer_norm": (layer_norm, (jnp.ones((128, 512)), jnp.ones(512), jnp.zeros(512))),
+    }
+
+
+def record(logdir: str | os.PathLike, name: str, steps: int = 3) -> tuple[Path, dict, str]:
+    """Records ``steps`` steps of program ``name``; returns (xplane path, XLA cost, module name)."""
+    import jax
+
+    function, args = _programs()[name]
+    jitted = jax.jit(function)
+    compiled = jitted.lower(*args).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    jax.block_until_ready(jitted(*args))  # compile and warm up outside the trace
+    with jax.profiler.trace(str(logdir)):
+        for step in range(steps):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                jax.block_until_ready(jitted(*args))
+    (path,) = glob.glob(os.path.join(str(logdir), "plugins", "profile", "*", "*.xplane.pb"))
+    return Path(path), dict(cost), f"jit_{function.__name__}"
+
+
+PROGRAMS = ("matmul_chain", "mlp_step", "attention", "convolution", "layer_norm")
