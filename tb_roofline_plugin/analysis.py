@@ -8,7 +8,7 @@ from dataclasses import replace
 from .cpu import cpu_op_stats
 from .discovery import PROFILE_SUFFIX
 from .gpu import gpu_op_stats
-from .hlo_modules import program_modules
+from .hlo_modules import program_modules, program_names
 from .op_metrics import empty_db
 from .op_stats import Diagnostics, OpStats, combine_hosts
 from .perf_env import PerfEnv, RunEnvironment
@@ -58,6 +58,7 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
                 diagnostics=Diagnostics(info=[NO_OPS.format(planes=planes)]),
             )
         stats.diagnostics.info.append(CPU_COMPUTED)
+    stats.program_names = program_names(profile)
     if peaks is not None:
         stats = replace(stats, perf_env=peaks)
     if not stats.perf_env.known:

@@ -23,7 +23,12 @@ def _export(args: argparse.Namespace) -> int:
     from .sources import profile_files
 
     files = profile_files(args.path, args.host)
-    text = render(analyze_files(files, _peaks(args)), args.format, files)
+    from .selection import parse_step
+
+    step = parse_step(args.step)
+    if step != "total" and args.format != "json":
+        raise RooflineError("--step selects records of the json format; use --format json")
+    text = render(analyze_files(files, _peaks(args)), args.format, files, step)
     _write(text, args.output)
     return 0
 
@@ -65,6 +70,42 @@ def _summary(args: argparse.Namespace) -> int:
 
     files = profile_files(args.path, args.host)
     _write(summary_text(analyze_files(files, _peaks(args)), files, top=args.top), args.output)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .analysis import analyze_files
+    from .compare import Side, compare, compare_csv, compare_table, slower_by_pct
+    from .selection import parse_step, select
+    from .sources import profile_files
+
+    peaks = _peaks(args)
+    sides = []
+    for path, host, step in (
+        (args.a, args.a_host, args.a_step),
+        (args.b, args.b_host, args.b_step),
+    ):
+        stats = analyze_files(profile_files(path, host), peaks)
+        selection = select(stats, parse_step(step))
+        label = f"{path}" + (f" host {host}" if host else "") + f" step {selection.label}"
+        sides.append(Side(label, stats, selection))
+    result = compare(*sides)
+    if args.format == "json":
+        import json
+
+        text = json.dumps(result, indent=1)
+    elif args.format == "csv":
+        text = compare_csv(result)
+    else:
+        text = compare_table(result, top=args.top)
+    _write(text, args.output)
+    if args.fail_if_slower is not None and slower_by_pct(result) > args.fail_if_slower:
+        print(
+            f"tb-roofline: B is {slower_by_pct(result):.1f}% slower per step than A "
+            f"(limit {args.fail_if_slower:g}%)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -119,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--output", "-o", help="write here instead of standard output")
     export.add_argument("--peaks", help=_PEAKS_HELP)
+    export.add_argument(
+        "--step",
+        default="total",
+        help="json only: total (default: the whole profile, XProf's records), average, or a "
+        "step number (that step's Program and op records)",
+    )
     export.set_defaults(func=_export)
 
     summary = sub.add_parser("summary", help="print a readable summary of a profile's roofline")
@@ -128,6 +175,28 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--output", "-o")
     summary.add_argument("--peaks", help=_PEAKS_HELP)
     summary.set_defaults(func=_summary)
+
+    comp = sub.add_parser(
+        "compare", help="compare two profiles, runs, hosts or steps op by op (B against A)"
+    )
+    comp.add_argument("a", help="baseline: an .xplane.pb file or a run folder")
+    comp.add_argument("b", help="candidate: an .xplane.pb file or a run folder")
+    for side in ("a", "b"):
+        comp.add_argument(f"--{side}-host", help=f"one host of {side.upper()} (default: all)")
+        comp.add_argument(
+            f"--{side}-step", help=f"total (default), average or a step number of {side.upper()}"
+        )
+    comp.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    comp.add_argument("--top", type=int, default=20, help="ops in the table (default 20)")
+    comp.add_argument("--output", "-o")
+    comp.add_argument("--peaks", help=_PEAKS_HELP)
+    comp.add_argument(
+        "--fail-if-slower",
+        type=float,
+        metavar="PCT",
+        help="exit with status 1 when B's program time per step is more than PCT%% above A's",
+    )
+    comp.set_defaults(func=_compare)
 
     calibrate = sub.add_parser(
         "calibrate", help="measure this machine's peak FLOP/s and memory bandwidth (for --peaks)"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .hlo_cost import ModuleCosts
+from .host_steps import number_steps
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import OpStats, StepInfo
 from .perf_env import PerfEnv, RunEnvironment
@@ -46,8 +47,7 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
             begin = base + event.offset_ps
             end = begin + event.duration_ps
             if values["_r"][i] is not None:
-                num = values["step_num"][i]
-                roots.append((int(as_float(num, -1)), begin, end))
+                roots.append((as_float(values["step_num"][i], -1), begin, end))
             hlo_op = values["hlo_op"][i]
             if isinstance(hlo_op, str) and hlo_op and values["program_id"][i] is not None:
                 line_begin.append(begin)
@@ -59,7 +59,7 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
         begins.append(b)
         ends.append(e)
         selfs.append(self_times(b, e))
-    steps = _number_steps(sorted(roots, key=lambda r: r[1]))
+    steps = number_steps(roots)
     empty = np.zeros(0, np.int64)
     return HostEvents(
         op_begin=np.concatenate(begins) if begins else empty,
@@ -69,11 +69,6 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
         op_name=names,
         steps=steps,
     )
-
-
-def _number_steps(roots: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Step roots without a ``step_num`` are numbered by their order."""
-    return [(num if num >= 0 else i, b, e) for i, (num, b, e) in enumerate(roots)]
 
 
 def cpu_ops_db(

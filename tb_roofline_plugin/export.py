@@ -11,7 +11,8 @@ from .datatable import to_csv, to_datatable
 from .op_stats import OpStats
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from .protos import roofline_model_pb2 as rm
-from .roofline import build_database, ridge_point
+from .roofline import build_database, ridge_point, step_database
+from .selection import TOTAL, Selection, select
 
 FORMATS = ("datatable", "json", "csv")
 
@@ -81,19 +82,23 @@ def dtype_ceiling(dtype: str) -> str:
     return _DTYPE_CEILING.get(dtype, "")
 
 
-def op_details(database: rm.RooflineModelDatabase, stats: OpStats) -> list[dict]:
-    """Per op (ALL records, infeed/outfeed included): dtype-aware efficiency and wasted time.
+def op_details(
+    database: rm.RooflineModelDatabase, stats: OpStats, selection: Selection
+) -> list[dict]:
+    """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
 
     ``dtype_peak_gflops`` is the ceiling of the op's own input dtype when known (else the
-    single peak); wasted time is time x (1 - roofline efficiency), never negative.
+    single peak); wasted time is time x (1 - roofline efficiency), never negative, and its
+    fraction is of the selection's device time.
     """
-    db = stats.all_db
+    db = selection.db
     dtypes = {(int(p), n): d for p, n, d in zip(db.program_id, db.name, db.dtype)}
     ceilings = stats.perf_env.dtype_tflops
     total_us = db.total_time_ps / 1e6
     details = []
     for rec in database.roofline_model_record:
-        if rec.record_type != rm.ALL or rec.rank == 0 or not rec.include_infeed_outfeed:
+        wanted = rec.record_type == selection.record_type and rec.step_num == selection.step_num
+        if not wanted or rec.rank == 0 or not rec.include_infeed_outfeed:
             continue
         dtype = dtypes.get((rec.hlo_module_id, rec.hlo_name), "")
         ceiling = ceilings.get(dtype_ceiling(dtype), 0.0) * 1000.0 or database.peak_flop_rate
@@ -136,9 +141,20 @@ def _unattributed(stats: OpStats) -> list[dict]:
     ]
 
 
-def to_json(database: rm.RooflineModelDatabase, stats: OpStats, sources: list[str]) -> dict:
-    """Our complete form: the database as protobuf JSON plus what the UI needs besides."""
+def to_json(
+    database: rm.RooflineModelDatabase,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+) -> dict:
+    """Our complete form: the database as protobuf JSON plus what the UI needs besides.
+
+    For the whole profile the database is XProf's (Program rows per step); for a step or
+    the average step it holds that step's Program and op records.
+    """
+    selection = selection or select(stats, TOTAL)
     return {
+        "step": selection.label,
         "format": "tb-roofline/1",
         "generator": f"tb_roofline_plugin {__version__}",
         "sources": sources,
@@ -152,20 +168,27 @@ def to_json(database: rm.RooflineModelDatabase, stats: OpStats, sources: list[st
             }
             for s in stats.steps
         ],
-        "ops": op_details(database, stats),
+        "ops": op_details(database, stats, selection),
         "unattributed_kernels": _unattributed(stats),
         "notes": stats.notes,
         "database": json_format.MessageToDict(database, preserving_proto_field_name=True),
     }
 
 
-def render(stats: OpStats, fmt: str, sources: list[str]) -> str:
-    """The text of ``stats`` in one of FORMATS."""
-    database = build_database(stats)
+def selection_database(stats: OpStats, selection: Selection) -> rm.RooflineModelDatabase:
+    if selection.label == TOTAL:
+        return build_database(stats)
+    return step_database(stats, selection.db, selection.record_type, selection.step_num)
+
+
+def render(stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL) -> str:
+    """The text of ``stats`` in one of FORMATS; ``step`` selects json records."""
+    selection = select(stats, step)
+    database = selection_database(stats, selection)
     if fmt == "datatable":
         return json.dumps(to_datatable(database))
     if fmt == "json":
-        return json.dumps(to_json(database, stats, sources), indent=1)
+        return json.dumps(to_json(database, stats, sources, selection), indent=1)
     if fmt == "csv":
         return to_csv(to_datatable(database))
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -17,11 +17,13 @@ import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
 from .hlo_cost import ModuleCosts
+from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, with_idle
-from .op_stats import OpStats
+from .op_stats import OpStats, StepInfo
 from .perf_env import RunEnvironment
 from .profile_reader import (
     GPU_PLANE,
+    HOST_PLANE,
     Profile,
     as_float,
     as_uint64,
@@ -33,6 +35,10 @@ from .protos import xplane_pb2
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
 NO_HLO_CATEGORY = "kernel without HLO op"
+GPU_STEPS_INFO = (
+    "Per-step rows computed by tb_roofline_plugin from host step markers and kernel "
+    "launches (XProf reports zeros for GPU steps)."
+)
 
 
 @dataclass
@@ -81,7 +87,7 @@ def read_kernels(plane: xplane_pb2.XPlane) -> Kernels:
         hlo_op=hlo_ops,
         program_id=[as_uint64(v) for v in values["program_id"]],
         tf_op=tf_ops,
-        correlation_id=values["correlation_id"],
+        correlation_id=[as_uint64(v) if v is not None else None for v in values["correlation_id"]],
         flops=[as_float(v, None) for v in values["flops"]],
         bytes_accessed=[as_float(v, None) for v in values["bytes_accessed"]],
     )
@@ -223,7 +229,64 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
         unattributed=ops_db(list(unattributed.values()), total) if unattributed else None,
     )
     stats.notes.extend(cost_notes(op_rows.values()))
+    markers = host_markers(profile.plane(HOST_PLANE))
+    if markers.steps:
+        stats.has_step_markers = True
+        stats.steps, unclaimed = gpu_steps(used, modules, markers)
+        stats.diagnostics.info.append(GPU_STEPS_INFO)
+        if unclaimed[0]:
+            stats.notes.append(
+                f"{unclaimed[0]} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
+                "every step; they count in Total only."
+            )
     return stats
+
+
+def gpu_steps(
+    used: list[Kernels], modules: dict[int, ModuleCosts], markers: HostMarkers
+) -> tuple[list[StepInfo], tuple[int, int]]:
+    """Steps from host step roots: a kernel belongs to the step its launch is in.
+
+    A step's time on a GPU runs from the earlier of the step's start and its first kernel
+    to the later of the step's end and its last kernel; a step with a launch whose kernel
+    never ran (the profile stopped) is incomplete. Returns the steps and the (count, ps)
+    of kernels no step claims.
+    """
+    starts = np.array([b for _, b, _ in markers.steps], np.int64)
+    ends = np.array([e for _, _, e in markers.steps], np.int64)
+    kernel_ids = set()
+    assigned = []
+    unclaimed_count = unclaimed_ps = 0
+    for kernels in used:
+        launch = np.array(
+            [markers.launch_ps.get(c, -1) if c is not None else -1 for c in kernels.correlation_id],
+            np.int64,
+        )
+        index = np.searchsorted(starts, launch, side="right") - 1
+        claimed = (launch >= 0) & (index >= 0)
+        claimed[claimed] &= launch[claimed] < ends[index[claimed]]
+        index[~claimed] = -1
+        assigned.append(index)
+        kernel_ids.update(c for c in kernels.correlation_id if c is not None)
+        unclaimed_count += int((~claimed).sum())
+        unclaimed_ps += int((kernels.end_ps - kernels.begin_ps)[~claimed].sum())
+    launches = np.array(sorted(markers.launch_ps.items()), np.int64).reshape(-1, 2)
+    steps = []
+    for s, (num, begin, end) in enumerate(markers.steps):
+        rows: dict[tuple[int, str], _OpRow] = {}
+        total = 0
+        for kernels, index in zip(used, assigned):
+            take = index == s
+            if not take.any():
+                continue
+            _merge(rows, collect_ops(kernels, modules, take).rows)
+            first = min(begin, int(kernels.begin_ps[take].min()))
+            total += max(end, int(kernels.end_ps[take].max())) - first
+        inside = launches[(launches[:, 1] >= begin) & (launches[:, 1] < end), 0]
+        complete = all(int(c) in kernel_ids for c in inside)
+        db = with_idle(ops_db(list(rows.values()), total))
+        steps.append(StepInfo(num, complete, db, duration_ps=end - begin))
+    return steps, (unclaimed_count, unclaimed_ps)
 
 
 def _merge(into: dict, rows: dict) -> None:

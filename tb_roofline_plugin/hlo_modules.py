@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from google.protobuf.message import DecodeError
 
 from .hlo_cost import ModuleCosts
-from .profile_reader import METADATA_PLANE, Profile, as_uint64, stat_names, stats_dict
+from .profile_reader import (
+    METADATA_PLANE,
+    UINT64_MASK,
+    Profile,
+    as_uint64,
+    stat_names,
+    stats_dict,
+)
 from .protos import hlo_pb2
 
 HLO_PROTO_STAT = "Hlo Proto"
@@ -38,3 +47,23 @@ def program_modules(profile: Profile) -> tuple[dict[int, ModuleCosts], list[str]
             continue
         modules[program_id] = ModuleCosts(proto.hlo_module)
     return modules, problems
+
+
+_PROGRAM_NAME = re.compile(r"^(.+)\((\d+)\)$")
+
+
+def program_names(profile: Profile) -> dict[int, str]:
+    """{program id: module name} from ``/host:metadata`` names like ``jit_train_step(12)``.
+
+    Program ids differ between runs (recompilation, another process); module names do
+    not, so comparisons align ops by module name.
+    """
+    plane = profile.plane(METADATA_PLANE)
+    names: dict[int, str] = {}
+    if plane is None:
+        return names
+    for meta in plane.event_metadata.values():
+        match = _PROGRAM_NAME.match(meta.name)
+        if match:
+            names[int(match.group(2)) & UINT64_MASK] = match.group(1)
+    return names

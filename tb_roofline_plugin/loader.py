@@ -46,6 +46,15 @@ class RooflineLoader(base_plugin.TBLoader):
             value = getattr(flags, name, None)
             if value is not None and value <= 0:
                 raise base_plugin.FlagsError(f"--{name} must be positive, got {value}")
+        spec = getattr(flags, "roofline_peaks", None)
+        if spec:
+            from .device_peaks import load_peaks
+
+            try:
+                load_peaks(spec)
+            except (KeyError, ValueError) as exc:
+                message = exc.args[0] if exc.args else str(exc)
+                raise base_plugin.FlagsError(f"--roofline_peaks: {message}") from None
 
     def load(self, context):
         from .plugin import RooflinePlugin

@@ -48,6 +48,7 @@ class OpStats:
     # HLO op), notes such as unknown custom calls, and per-op cost flags.
     unattributed: OpMetricsDb | None = None
     notes: list[str] = field(default_factory=list)
+    program_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
 
     @property
     def complete_steps(self) -> list[StepInfo]:
@@ -110,6 +111,7 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
     return OpStats(
         unattributed=combine(unattributed) if unattributed else None,
         notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
+        program_names={k: v for p in parts for k, v in p.program_names.items()},
         hosts=[h for p in parts for h in p.hosts],
         run_env=run_env,
         perf_env=perf_env,

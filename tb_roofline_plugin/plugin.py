@@ -26,6 +26,7 @@ HOSTS_ROUTE = "/hosts"
 STEPS_ROUTE = "/steps"
 DATA_ROUTE = "/data"
 DATA_CSV_ROUTE = "/data_csv"
+COMPARE_ROUTE = "/compare"
 STATIC_ROUTE = "/static/*"
 ES_MODULE_PATH = "/static/index.js"
 ACTIVE_TTL_S = 30.0
@@ -91,6 +92,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
             self._logdir,
             cache_mb=_flag(context, "roofline_cache_mb", DEFAULT_CACHE_MB),
             max_file_mb=_flag(context, "roofline_max_file_mb", DEFAULT_MAX_FILE_MB),
+            peaks=_flag(context, "roofline_peaks", None),
         )
         self._active: tuple[float, bool] | None = None
 
@@ -105,6 +107,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
             STEPS_ROUTE: self._steps_route,
             DATA_ROUTE: self._data_route,
             DATA_CSV_ROUTE: self._data_csv_route,
+            COMPARE_ROUTE: self._compare_route,
             STATIC_ROUTE: self._static_route,
         }
 
@@ -158,9 +161,20 @@ class RooflinePlugin(base_plugin.TBPlugin):
         return self._json(
             request,
             lambda: self._service.data(
-                args.get("run"), args.get("host"), args.get("tag"), args.get("format")
+                args.get("run"),
+                args.get("host"),
+                args.get("tag"),
+                args.get("format"),
+                args.get("step"),
             ),
         )
+
+    @wrappers.Request.application
+    def _compare_route(self, request):
+        args = request.args
+        a = (args.get("a_run"), args.get("a_host"), args.get("a_step"))
+        b = (args.get("b_run"), args.get("b_host"), args.get("b_step"))
+        return self._json(request, lambda: self._service.compare(a, b))
 
     @wrappers.Request.application
     def _data_csv_route(self, request):

@@ -332,7 +332,12 @@ def program_records(
 
 
 def op_records(
-    db: OpMetricsDb, peaks: DatabasePeaks, core_count: int, include: bool
+    db: OpMetricsDb,
+    peaks: DatabasePeaks,
+    core_count: int,
+    include: bool,
+    record_type: int = rm.ALL,
+    step_num: int = 0,
 ) -> list[rm.RooflineModelRecord]:
     """The top ops by self time (IDLE and, without infeed/outfeed, I/O ops left out)."""
     io = np.array([is_infeed_or_outfeed(c) for c in db.category.tolist()], bool)
@@ -347,7 +352,7 @@ def op_records(
     fraction = safe_divide(metrics["total_self_time_in_us"], total_ps / 1e6)
     metrics["total_self_time_as_fraction"] = fraction
     metrics["cumulative_total_self_time_as_fraction"] = np.cumsum(fraction)
-    records = _records(sub, metrics, [rm.ALL] * len(sub), include)
+    records = _records(sub, metrics, [record_type] * len(sub), include, [step_num] * len(sub))
     for rank, rec in enumerate(records, start=1):
         rec.rank = rank
     return records
@@ -383,13 +388,12 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
     return diag
 
 
-def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
-    """The full database: both include_infeed_outfeed sets, ALL, AVERAGE_STEP, PER_STEP."""
+def _database_header(stats: OpStats) -> tuple[rm.RooflineModelDatabase, DatabasePeaks | None]:
+    """The database-level fields (device, peaks, flags); no peaks for an empty result."""
     run_env = stats.run_env
     database = rm.RooflineModelDatabase(device_type=run_env.device_type)
     if run_env.hardware_type not in ("TPU", "GPU", "CPU"):
-        _add_diagnostics(database, stats.diagnostics)
-        return database
+        return database, None
     peaks = DatabasePeaks.from_env(stats.perf_env, run_env.hardware_type)
     database.megacore = peaks.megacore
     database.has_cmem = peaks.has_cmem
@@ -401,8 +405,16 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
     database.peak_vmem_read_bw = peaks.peak_vmem_read_bw
     database.peak_vmem_write_bw = peaks.peak_vmem_write_bw
     database.time_scale_multiplier = time_scale_multiplier(stats.all_db, run_env.hardware_type)
+    return database, peaks
 
-    cores = run_env.device_core_count
+
+def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
+    """The full database: both include_infeed_outfeed sets, ALL, AVERAGE_STEP, PER_STEP."""
+    database, peaks = _database_header(stats)
+    if peaks is None:
+        _add_diagnostics(database, stats.diagnostics)
+        return database
+    cores = stats.run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
     step_programs = [(s.db, rm.PER_STEP, s.step_num, 1) for s in used_steps]
@@ -421,12 +433,33 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
     return database
 
 
+def step_database(stats: OpStats, db: OpMetricsDb, record_type: int, step_num: int = 0):
+    """A database of one step (or the average step): its Program and its op records.
+
+    This is ours: XProf has only a Program row per step. Both include_infeed_outfeed sets.
+    """
+    database, peaks = _database_header(stats)
+    if peaks is None:
+        return database
+    cores = stats.run_env.device_core_count
+    for include in (True, False):
+        records = database.roofline_model_record
+        records.extend(program_records([db], peaks, cores, include, [record_type], [step_num], [1]))
+        records.extend(op_records(db, peaks, cores, include, record_type, step_num))
+    diagnostics = step_diagnostics(stats)
+    diagnostics.extend(stats.diagnostics)
+    _add_diagnostics(database, diagnostics)
+    return database
+
+
 def _average_db(stats: OpStats, used_steps) -> OpMetricsDb | None:
     """XProf's complete-steps db: the sum of the steps' dbs (zero when there are none).
 
-    Single-host TPU always has one; XProf's single-host GPU has none.
+    Single-host TPU always has one; single-host GPU never does (XProf's datatable shape;
+    our json has the average), multi-host GPU gets real values where XProf has zeros.
     """
-    if used_steps:
+    single_host_gpu = stats.run_env.hardware_type == "GPU" and len(stats.hosts) == 1
+    if used_steps and not single_host_gpu:
         return combine([s.db for s in used_steps])
     if stats.run_env.hardware_type == "TPU" or len(stats.hosts) > 1:
         return empty_db()

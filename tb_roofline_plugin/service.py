@@ -18,13 +18,16 @@ import numpy as np
 from . import discovery
 from .analysis import analyze_profile
 from .cache import SingleFlightCache
+from .compare import Side, compare
 from .datatable import csv_file_name, to_csv, to_datatable
-from .errors import ProfileError, RooflineError
-from .export import to_json
+from .errors import NotFound, ProfileError, RooflineError
+from .export import selection_database, to_json
 from .op_stats import OpStats, combine_hosts
+from .perf_env import PerfEnv
 from .profile_reader import decode_profile
 from .protos import roofline_model_pb2 as rm
 from .roofline import build_database
+from .selection import TOTAL, BadStep, parse_step, select
 
 ALL_HOSTS = "ALL_HOSTS"
 TAG = "roofline_model"
@@ -51,6 +54,12 @@ class TooLarge(RequestError):
     status = 413
 
 
+class BadPeaks(RequestError):
+    """The server's --roofline_peaks cannot be used (a configuration problem, not the user's)."""
+
+    status = 503
+
+
 class BadProfile(RequestError):
     """The profile exists but cannot be used (corrupt, truncated, foreign, unreadable)."""
 
@@ -66,16 +75,22 @@ class Result:
     sources: list[str]
     _rendered: dict[str, str] = field(default_factory=dict)
 
-    def rendered(self, fmt: str) -> str:
-        """The response text of a format, rendered once."""
-        if fmt not in self._rendered:
+    def rendered(self, fmt: str, step: str | int = TOTAL) -> str:
+        """The response text of a format (and, for json, a step), rendered once."""
+        key = f"{fmt}:{step}"
+        if key not in self._rendered:
             if fmt == "datatable":
-                self._rendered[fmt] = json.dumps(to_datatable(self.database))
-            elif fmt == "json":
-                self._rendered[fmt] = json.dumps(to_json(self.database, self.stats, self.sources))
+                self._rendered[key] = json.dumps(to_datatable(self.database))
             elif fmt == "csv":
-                self._rendered[fmt] = to_csv(to_datatable(self.database))
-        return self._rendered[fmt]
+                self._rendered[key] = to_csv(to_datatable(self.database))
+            else:
+                selection = select(self.stats, step)
+                database = (
+                    self.database if step == TOTAL else selection_database(self.stats, selection)
+                )
+                body = to_json(database, self.stats, self.sources, selection)
+                self._rendered[key] = json.dumps(body)
+        return self._rendered[key]
 
     def size_bytes(self) -> int:
         arrays = [self.stats.all_db] + [s.db for s in self.stats.steps]
@@ -107,10 +122,13 @@ class RooflineService:
         *,
         cache_mb: float = 512,
         max_file_mb: float = 4096,
+        peaks: str | None = None,
         discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.logdir = logdir
+        self.peaks_spec = peaks
+        self._peaks: PerfEnv | None = None
         self.max_file_bytes = int(max_file_mb * 1e6)
         self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
         self._discover = discover
@@ -155,6 +173,18 @@ class RooflineService:
 
     # --- conversion ---------------------------------------------------------------------------
 
+    def peaks(self) -> PerfEnv | None:
+        """The ``--roofline_peaks`` PerfEnv, loaded on first use (None without the flag)."""
+        if self.peaks_spec and self._peaks is None:
+            from .device_peaks import load_perf_env
+
+            try:
+                self._peaks = load_perf_env(self.peaks_spec)
+            except (KeyError, ValueError) as exc:
+                message = exc.args[0] if exc.args else str(exc)
+                raise BadPeaks(f"--roofline_peaks: {message}") from None
+        return self._peaks
+
     def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
         try:
             size, mtime = fs.stat(host.path)
@@ -173,7 +203,8 @@ class RooflineService:
             except OSError as exc:
                 raise BadProfile(f"{host.path}: cannot be read ({exc.strerror or exc})") from None
             try:
-                stats = analyze_profile(decode_profile(data, host.path), host.host)
+                profile = decode_profile(data, host.path)
+                stats = analyze_profile(profile, host.host, self.peaks())
             except ProfileError as exc:
                 raise BadProfile(str(exc)) from None
             return Result(stats, build_database(stats), [host.path])
@@ -205,13 +236,49 @@ class RooflineService:
             ],
         }
 
-    def data(self, run: str | None, host: str | None, tag: str | None, fmt: str | None) -> str:
-        """The roofline of a selection as JSON text (``datatable`` or ``json``)."""
+    def data(
+        self,
+        run: str | None,
+        host: str | None,
+        tag: str | None,
+        fmt: str | None,
+        step: str | None = None,
+    ) -> str:
+        """The roofline of a selection as JSON text (``datatable`` or ``json``).
+
+        ``step`` (json only) is ``total`` (default), ``average`` or a step number.
+        """
         self._check_tag(tag)
         fmt = check_value("format", fmt, required=False) or "datatable"
         if fmt not in FORMATS:
             raise BadRequest(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-        return self.result(run, host).rendered(fmt)
+        chosen = self._step(step)
+        if fmt == "datatable" and chosen != TOTAL:
+            raise BadRequest("step selects json records; the datatable holds every step")
+        result = self.result(run, host)
+        try:
+            return result.rendered(fmt, chosen)
+        except NotFound as exc:
+            raise NotFoundError(str(exc)) from None
+
+    @staticmethod
+    def _step(step: str | None) -> str | int:
+        try:
+            return parse_step(check_value("step", step, required=False))
+        except BadStep as exc:
+            raise BadRequest(str(exc)) from None
+
+    def compare(self, a: tuple, b: tuple) -> dict:
+        """Compares two (run, host, step) selections; see ``compare.compare``."""
+        sides = []
+        for name, (run, host, step) in (("a", a), ("b", b)):
+            result = self.result(run, host)
+            try:
+                selection = select(result.stats, self._step(step))
+            except NotFound as exc:
+                raise NotFoundError(f"{name}: {exc}") from None
+            sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
+        return compare(*sides)
 
     def data_csv(self, run: str | None, host: str | None, tag: str | None) -> tuple[str, str]:
         """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
