@@ -654,11 +654,39 @@ _HOST_THREADS = (
 )
 
 
+def _filler_line(
+    plane: xspace_builder.PlaneBuilder,
+    line: xplane_pb2.XLine,
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+    count: int,
+    span_ps: int,
+) -> None:
+    """`count` host events named from `names` at random times in [0, span_ps) on `line`.
+
+    Each event ends before the next begins; every event has a `_src` ref, every eighth a
+    `long_name`. Readers that only need steps and launches must skip these.
+    """
+    long_name, source = plane.stat_id("long_name"), plane.stat_id("_src")
+    metas = [plane.event_metadata(name) for name in names]
+    refs = [plane.stat_id(f"{src}.py:{100 + 11 * k}") for k, src in enumerate(("jax", "xla"))]
+    begins = np.sort(rng.integers(0, span_ps, count))
+    gaps = np.diff(np.append(begins, span_ps))
+    durations = (gaps * rng.uniform(0.1, 0.9, count)).astype(np.int64)
+    which = rng.integers(0, len(names), count)
+    add = line.events.add
+    rows = zip(begins.tolist(), durations.tolist(), which.tolist())
+    for k, (begin, duration, w) in enumerate(rows):
+        event = add(metadata_id=metas[w], offset_ps=begin, duration_ps=duration)
+        event.stats.add(metadata_id=source, ref_value=refs[k % 2])
+        if k % 8 == 0:
+            event.stats.add(metadata_id=long_name, str_value=f"{names[w]} #{k}#")
+
+
 def _host_plane(space: xplane_pb2.XSpace, spec: TpuSpec, repeats: int, span_ps: int) -> None:
     """`/host:CPU` with filler threads: readers of TPU profiles must skip all of it."""
     plane = xspace_builder.plane(space, "/host:CPU", plane_id=1)
     rng = np.random.default_rng([spec.seed, 9_999])
-    long_name, source = plane.stat_id("long_name"), plane.stat_id("_src")
     # Enough events that the host plane keeps its share of the file as the profile grows.
     per_line = 8 * repeats * max(1, spec.cores) // max(1, spec.host_lines) + 24
     for index in range(spec.host_lines):
@@ -671,19 +699,7 @@ def _host_plane(space: xplane_pb2.XSpace, spec: TpuSpec, repeats: int, span_ps: 
             display_name=line_name,
             timestamp_ns=8_482 + 17 * index,
         )
-        metas = [plane.event_metadata(name) for name in names]
-        refs = [plane.stat_id(f"{src}.py:{100 + 11 * k}") for k, src in enumerate(("jax", "xla"))]
-        begins = np.sort(rng.integers(0, span_ps, per_line))
-        gaps = np.diff(np.append(begins, span_ps))
-        durations = (gaps * rng.uniform(0.1, 0.9, per_line)).astype(np.int64)
-        which = rng.integers(0, len(names), per_line)
-        add = line.events.add
-        rows = zip(begins.tolist(), durations.tolist(), which.tolist())
-        for k, (begin, duration, w) in enumerate(rows):
-            event = add(metadata_id=metas[w], offset_ps=begin, duration_ps=duration)
-            event.stats.add(metadata_id=source, ref_value=refs[k % 2])
-            if k % 8 == 0:
-                event.stats.add(metadata_id=long_name, str_value=f"{names[w]} #{k}#")
+        _filler_line(plane, line, names, rng, per_line, span_ps)
 
 
 def _build(spec: TpuSpec, repeats: int, origin_ps: int = _DEVICE_ORIGIN_PS) -> xplane_pb2.XSpace:

@@ -266,3 +266,43 @@ def test_serving_every_route_leaves_the_logdir_untouched(logdir):
     client.get(f"{BASE}/static/index.js")
     client.get("/data/plugins_listing")
     assert _tree(logdir) == before
+
+
+def test_step_selection_and_compare_routes(logdir):
+    client, plugin = _client(logdir)
+    run = "train/r1"
+    response, body = _get(
+        client, "data", run=run, host="host0", tag="roofline_model", format="json", step="2"
+    )
+    assert response.status_code == 200 and body["step"] == "2"
+    assert {r["record_type"] for r in body["database"]["roofline_model_record"]} == {"PER_STEP"}
+    response, body = _get(client, "data", run=run, host="host0", format="json", step="average")
+    assert body["step"] == "average"
+    assert (
+        _get(client, "data", run=run, host="host0", format="json", step="99")[0].status_code == 404
+    )
+    assert (
+        _get(client, "data", run=run, host="host0", format="json", step="x")[0].status_code == 400
+    )
+    assert _get(client, "data", run=run, host="host0", step="2")[0].status_code == 400
+    response, body = _get(
+        client,
+        "compare",
+        a_run=run,
+        a_host="host0",
+        a_step="1",
+        b_run=run,
+        b_host="host1",
+        b_step="average",
+    )
+    assert response.status_code == 200
+    assert body["a"] == "train/r1 host0 step 1" and body["b"] == "train/r1 host1 step average"
+    assert body["ops"] and "time_us_delta" in body["ops"][0]
+    response, body = _get(client, "compare", a_run=run, a_host="host0", b_run=run, b_host="host0")
+    assert all(op["time_us_delta"] == 0 for op in body["ops"])
+    response, body = _get(
+        client, "compare", a_run=run, a_host="host0", a_step="77", b_run="tiny", b_host="tiny"
+    )
+    assert response.status_code == 404 and body["error"].startswith("a: no step 77")
+    assert _get(client, "compare", a_run=run)[0].status_code == 400
+    assert plugin.service.cache.computations == 2  # host0 and host1, each converted once
