@@ -1,15 +1,28 @@
-// Talks to the plugin's HTTP API with relative URLs only (so --path_prefix works).
+// Talks to the plugin's HTTP API (http_api.md) with relative URLs only, so TensorBoard's
+// --path_prefix works. Errors carry the server's own one-line message.
 
 export class ApiError extends Error {}
 
-async function getJson(route, params = {}) {
+const CACHE_SIZE = 24;
+const cache = new Map(); // url -> Promise of the parsed body (successful ones only)
+
+function url(route, params) {
   const query = new URLSearchParams(params).toString();
-  const response = await fetch(query ? `./${route}?${query}` : `./${route}`);
+  return query ? `./${route}?${query}` : `./${route}`;
+}
+
+async function fetchJson(target, route) {
+  let response;
+  try {
+    response = await fetch(target, {credentials: 'same-origin'});
+  } catch (err) {
+    throw new ApiError(`The TensorBoard server did not answer (${route}). Is it still running?`);
+  }
   let body = null;
   try {
     body = await response.json();
   } catch (err) {
-    throw new ApiError(`${route}: the server sent no JSON (HTTP ${response.status})`);
+    throw new ApiError(`The server sent an unreadable answer to ${route} (HTTP ${response.status}).`);
   }
   if (!response.ok) {
     throw new ApiError(body && body.error ? body.error : `${route}: HTTP ${response.status}`);
@@ -17,11 +30,39 @@ async function getJson(route, params = {}) {
   return body;
 }
 
+/** GET a JSON route; successful answers of cacheable routes are kept (LRU). */
+function getJson(route, params = {}, {cached = false} = {}) {
+  const target = url(route, params);
+  if (!cached) return fetchJson(target, route);
+  if (cache.has(target)) {
+    const hit = cache.get(target);
+    cache.delete(target);
+    cache.set(target, hit);
+    return hit;
+  }
+  const pending = fetchJson(target, route);
+  cache.set(target, pending);
+  pending.catch(() => cache.delete(target));
+  while (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value);
+  return pending;
+}
+
 export const api = {
   runs: () => getJson('runs'),
   hosts: (run) => getJson('hosts', {run}),
-  steps: (run, host) => getJson('steps', {run, host}),
-  roofline: (run, host) => getJson('data', {run, host, tag: 'roofline_model', format: 'json'}),
-  csvUrl: (run, host) =>
-    `./data_csv?${new URLSearchParams({run, host, tag: 'roofline_model'})}`,
+  steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
+  /** Our json form of one selection; step is 'total', 'average' or a step number. */
+  roofline: (run, host, step = 'total') =>
+    getJson('data', {run, host, tag: 'roofline_model', format: 'json', step}, {cached: true}),
+  compare: (a, b) =>
+    getJson(
+      'compare',
+      {
+        a_run: a.run, a_host: a.host, a_step: a.step,
+        b_run: b.run, b_host: b.host, b_step: b.step,
+      },
+      {cached: true},
+    ),
+  /** XProf's CSV of the whole table (every record set), straight from the server. */
+  csvUrl: (run, host) => url('data_csv', {run, host, tag: 'roofline_model'}),
 };

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .event_table import line_table
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import OpStats, StepInfo
 from .perf_env import PerfEnv, RunEnvironment
-from .profile_reader import HOST_PLANE, Profile, as_float, as_uint64, line_stat_values
+from .profile_reader import HOST_PLANE, Profile, stat_ids, stat_names
 from .protos import xplane_pb2
 
 CPU_DEVICE_TYPE = "CPU"
@@ -39,26 +40,24 @@ class HostEvents:
 
 def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     begins, ends, selfs, programs, names, roots = [], [], [], [], [], []
+    ids = stat_ids(plane, _OP_STATS)
+    stat_name = stat_names(plane)
     for line in plane.lines:
-        base = line.timestamp_ns * 1000
-        values = line_stat_values(plane, line, _OP_STATS)
-        line_begin, line_end = [], []
-        for i, event in enumerate(line.events):
-            begin = base + event.offset_ps
-            end = begin + event.duration_ps
-            if values["_r"][i] is not None:
-                roots.append((as_float(values["step_num"][i], -1), begin, end))
-            hlo_op = values["hlo_op"][i]
-            if isinstance(hlo_op, str) and hlo_op and values["program_id"][i] is not None:
-                line_begin.append(begin)
-                line_end.append(end)
-                programs.append(as_uint64(values["program_id"][i]))
-                names.append(hlo_op.rsplit("::", 1)[-1])
-        b = np.asarray(line_begin, np.int64)
-        e = np.asarray(line_end, np.int64)
+        table = line_table(line)
+        is_root, _ = table.integers(ids.get("_r"))
+        step_num = table.numbers(ids.get("step_num"))
+        for i in np.flatnonzero(is_root).tolist():
+            num = -1.0 if np.isnan(step_num[i]) else float(step_num[i])
+            roots.append((num, int(table.begin_ps[i]), int(table.end_ps[i])))
+        hlo_op = table.strings(ids.get("hlo_op"), stat_name)
+        has_program, program = table.integers(ids.get("program_id"))
+        ops = np.flatnonzero(has_program & (hlo_op != None) & (hlo_op != ""))  # noqa: E711
+        b, e = table.begin_ps[ops], table.end_ps[ops]
         begins.append(b)
         ends.append(e)
         selfs.append(self_times(b, e))
+        programs.extend((program[ops].astype(np.uint64)).tolist())
+        names.extend(str(op).rsplit("::", 1)[-1] for op in hlo_op[ops])
     steps = number_steps(roots)
     empty = np.zeros(0, np.int64)
     return HostEvents(

@@ -1,16 +1,28 @@
-"""Realistic, deterministic TPU-shaped XSpace profiles, built from code.
+"""Realistic, deterministic TPU- and GPU-shaped XSpace profiles, built from code.
 
-Tests, the demo and the benchmarks need TPU profiles that look like what libtpu writes
-(`xspace.md` sections 1-4 and 7) without shipping real captures: several TensorCore planes
-with capability stats, an `XLA Ops` line whose ops carry their cost on the event metadata,
-a `Steps` line whose first step may be cut by the profile window, ops outside every step,
-a `while` op with nested children, two programs, and host planes that readers must skip.
-Everything is derived from a `TpuSpec` and a seeded `numpy` generator, never from the clock,
-so the same spec always gives the same bytes.
+Tests, the demo and the benchmarks need profiles that look like what libtpu and JAX's GPU
+profiler write (`xspace.md`, `hlo-cost.md`) without shipping real captures.
+
+TPU (`TpuSpec`, `tpu_xspace`): several TensorCore planes with capability stats, an `XLA Ops`
+line whose ops carry their cost on the event metadata, a `Steps` line whose first step may
+be cut by the profile window, ops outside every step, a `while` op with nested children, two
+programs, and host planes that readers must skip.
+
+GPU (`GpuSpec`, `gpu_xspace`): NVIDIA (H100-like) or AMD (MI300X-like) planes with capability
+stats and kernel stream lines whose kernels carry `hlo_op`/`program_id` but no cost, two
+optimized HLO modules in `/host:metadata` that the cost model prices (cuBLASLt and Triton
+GEMMs, loop/input fusions, a copy, an all-reduce, an unknown custom call), runtime kernels
+without an HLO op, an op run as two kernels, and host step roots whose launches reach the
+kernels through correlation ids (kernels launched before the first step; optionally a last
+step the profile cut short).
+
+Everything is derived from the spec and a seeded `numpy` generator, never from the clock, so
+the same spec always gives the same bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,10 +30,17 @@ from pathlib import Path
 import numpy as np
 
 from . import xspace_builder
-from .protos import xplane_pb2
-from .xspace_builder import U64, memory_breakdown
+from .protos import hlo_pb2, xplane_pb2
+from .xspace_builder import U64, Ref, memory_breakdown
 
-__all__ = ["TpuSpec", "tpu_xspace", "write_profile", "write_demo_logdir"]
+__all__ = [
+    "GpuSpec",
+    "TpuSpec",
+    "gpu_xspace",
+    "tpu_xspace",
+    "write_profile",
+    "write_demo_logdir",
+]
 
 READ, WRITE = 1, 2  # MemoryAccessed.operation_type
 HBM, CMEM, VMEM = 1, 2, 3  # MemoryAccessed.memory_space
@@ -760,6 +779,849 @@ def tpu_xspace(spec: TpuSpec = TpuSpec()) -> xplane_pb2.XSpace:
     return _build(spec, _repeats_for(spec))
 
 
+# --- GPU profiles ---------------------------------------------------------------------------
+#
+# A JAX data-parallel training loop on NVIDIA (CUPTI) or AMD (ROCm tracer) GPUs, as
+# `xspace.md` sections 3, 5 and 7 describe it: kernels on `/device:GPU:N` stream lines carry
+# `hlo_op`/`program_id` but no cost, the optimized HLO modules are in `/host:metadata`
+# (`hlo-cost.md` sections 1, 2 and 4), and steps are host step roots whose launches reach the
+# kernels through correlation ids.
+
+GPU_TRAIN_PROGRAM_ID, GPU_EVAL_PROGRAM_ID = 12, 13  # small ints, int64 stats as on real GPUs
+_GPU_LINE_TIMESTAMP_NS = 711_141  # shared by every stream line of a plane (xspace.md §5)
+_GPU_ORIGIN_PS = 1_500 * US  # the first launch, relative to the profile start
+_GPU_INFERENCE_RUNS = 4  # (train, eval) pairs run when steps == 0 (no step roots)
+_GPU_KERNEL_FLOOR_PS = 2 * US  # the shortest kernel: launch, ramp-up, drain
+_ALL_REDUCE_LATENCY_PS = 8 * US
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What `gpu_xspace` generates. The defaults give a ~40 KB 2-GPU H100 training profile."""
+
+    gpus: int = 2  # `/device:GPU:N` planes with kernels
+    idle_gpus: int = 0  # further GPU planes with capability stats only (no lines)
+    steps: int = 4  # host step roots (`train` with `_r` = 1); 0 = no step roots
+    vendor: str = "nvidia"  # "nvidia" (H100 SXM-like) or "amd" (MI300X-like)
+    host: str = "gpu-host"
+    seed: int = 0
+    slow_op: str | None = None  # instruction whose kernels take 3x longer, for comparisons
+    # Kernels with an hlo_op, per GPU, launched before the first step root: no step claims them.
+    unclaimed_kernels: int = 2
+    # The last step's final 2 launches (per GPU) have no kernel: the profile stopped.
+    truncated_last_step: bool = False
+    target_bytes: int = 0  # > 0: repeat steps until the serialized size is about this
+
+    def __post_init__(self) -> None:
+        if self.gpus < 1:
+            raise ValueError(f"gpus must be >= 1, got {self.gpus}")
+        if min(self.idle_gpus, self.steps, self.unclaimed_kernels, self.target_bytes) < 0:
+            raise ValueError("idle_gpus, steps, unclaimed_kernels and target_bytes must be >= 0")
+        if self.vendor not in _GPU_DEVICES:
+            raise ValueError(f"vendor must be one of {sorted(_GPU_DEVICES)}, got {self.vendor!r}")
+        if self.truncated_last_step and self.steps == 0:
+            raise ValueError("truncated_last_step needs steps >= 1")
+
+
+@dataclass(frozen=True)
+class _GpuDevice:
+    """Capability stats of a GPU plane, and the rates the generated kernels are timed by."""
+
+    vendor: str  # the `device_vendor` stat
+    clock_khz: int
+    cores: int  # SMs (NVIDIA) / CUs (AMD)
+    memory_bandwidth: int  # bytes/s, as the collectors compute it
+    memory_size: int  # bytes
+    compute_cap: tuple[int, int]
+    matrix_tflops: float  # dense bf16 tensor throughput (datasheet) that kernels approach
+    link_gbps: float  # all-reduce bus bandwidth per GPU (NVLink / Infinity Fabric)
+    launch_api: str  # the host API event of a kernel launch
+    amd: bool
+
+    @property
+    def stats(self) -> dict:
+        major, minor = self.compute_cap
+        return {
+            "device_vendor": self.vendor,
+            "clock_rate": self.clock_khz,
+            "core_count": self.cores,
+            "memory_bandwidth": U64(self.memory_bandwidth),
+            "memory_size": U64(self.memory_size),
+            "compute_cap_major": major,
+            "compute_cap_minor": minor,
+        }
+
+
+_GPU_DEVICES = {
+    "nvidia": _GpuDevice(  # H100 SXM
+        vendor="Nvidia",
+        clock_khz=1_980_000,
+        cores=132,
+        memory_bandwidth=3_350_000_000_000,
+        memory_size=85_899_345_920,
+        compute_cap=(9, 0),
+        matrix_tflops=989.0,
+        link_gbps=370.0,
+        launch_api="cuLaunchKernel",
+        amd=False,
+    ),
+    "amd": _GpuDevice(  # MI300X, with the stats of the shared ROCm samples
+        vendor="AMD",
+        clock_khz=2_100_000,
+        cores=304,
+        memory_bandwidth=2_662_400_000_000,
+        memory_size=206_141_652_992,
+        compute_cap=(9, 4),
+        matrix_tflops=1307.0,
+        link_gbps=300.0,
+        launch_api="hipModuleLaunchKernel",
+        amd=True,
+    ),
+}
+
+_PT = hlo_pb2.PrimitiveType
+_BF16, _F32, _S8, _TUPLE = (_PT.Value(name) for name in ("BF16", "F32", "S8", "TUPLE"))
+_CUBLAS_CONFIG = (
+    b'{"gemm_backend_config":{"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],'
+    b'"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}'
+)
+_TRITON_CONFIG = b'{"fusion_backend_config":{"kind":"__triton_gemm"}}'
+_CUBLAS_WORKSPACE = 33_554_432  # elements of the s8 workspace that cuBLASLt returns
+_SEQ, _WIDTH, _MLP, _HEADS = 512, 1024, 4096, 16  # the generated transformer block
+
+
+def _array(dtype: int, *dims: int, minor_to_major: tuple[int, ...] | None = None):
+    """An array shape with a layout (without one, XLA's cost analysis sizes it 0 bytes)."""
+    shape = hlo_pb2.ShapeProto(element_type=dtype, dimensions=dims)
+    shape.layout.SetInParent()
+    order = minor_to_major if minor_to_major is not None else range(len(dims) - 1, -1, -1)
+    shape.layout.minor_to_major.extend(order)
+    return shape
+
+
+def _tuple(*shapes: hlo_pb2.ShapeProto) -> hlo_pb2.ShapeProto:
+    return hlo_pb2.ShapeProto(element_type=_TUPLE, tuple_shapes=shapes)
+
+
+class _Sources:
+    """A module's `stack_frame_index` (1-based ids) and the OpMetadata pointing into it."""
+
+    def __init__(self, module: hlo_pb2.HloModuleProto, function: str, caller_line: int):
+        self._index = module.stack_frame_index
+        self._ids: dict[tuple[str, str], int] = {}
+        self._function = function
+        outer = self._frame("train.py", "<module>", 212, 4, 0)
+        self._caller = self._frame("train.py", "main", caller_line, 18, outer)
+
+    def _id(self, kind: str, value: str, values) -> int:
+        key = (kind, value)
+        if key not in self._ids:
+            values.append(value)
+            self._ids[key] = len(values)
+        return self._ids[key]
+
+    def _frame(self, file: str, function: str, line: int, column: int, parent: int) -> int:
+        index = self._index
+        index.file_locations.add(
+            file_name_id=self._id("file", file, index.file_names),
+            function_name_id=self._id("function", function, index.function_names),
+            line=line,
+            column=column,
+        )
+        index.stack_frames.add(file_location_id=len(index.file_locations), parent_frame_id=parent)
+        return len(index.stack_frames)
+
+    def __call__(self, primitive: str, function: str, line: int) -> hlo_pb2.OpMetadata:
+        """Metadata of an op written at model.py:`line` in `function`, called from main."""
+        return hlo_pb2.OpMetadata(
+            op_name=f"jit({self._function})/jit(main)/{primitive}",
+            source_file="model.py",
+            source_line=line,
+            stack_frame_id=self._frame("model.py", function, line, 12, self._caller),
+        )
+
+
+class _Computation:
+    """An HLO computation being written; instruction ids are (computation id << 32) | n."""
+
+    def __init__(self, module: hlo_pb2.HloModuleProto, name: str, fusion: bool = False):
+        comp_id = len(module.computations) + 1
+        self.proto = module.computations.add(name=name, id=comp_id, is_fusion_computation=fusion)
+        self.parameters: list[hlo_pb2.HloInstructionProto] = []
+
+    def add(self, name: str, opcode: str, shape, *operands, calls=(), dims=(), **fields):
+        """Appends an instruction; ``fields`` are HloInstructionProto fields, and
+        ``contracting=(lhs, rhs)`` sets the dot dimension numbers."""
+        instr = self.proto.instructions.add(
+            name=name, opcode=opcode, id=(self.proto.id << 32) | len(self.proto.instructions)
+        )
+        instr.shape.CopyFrom(shape)
+        instr.operand_ids.extend(op.id for op in operands)
+        instr.called_computation_ids.extend(c.proto.id for c in calls)
+        instr.dimensions.extend(dims)
+        contracting = fields.pop("contracting", None)
+        if contracting is not None:
+            instr.dot_dimension_numbers.lhs_contracting_dimensions.append(contracting[0])
+            instr.dot_dimension_numbers.rhs_contracting_dimensions.append(contracting[1])
+        metadata = fields.pop("metadata", None)
+        if metadata is not None:
+            instr.metadata.CopyFrom(metadata)
+        for key, value in fields.items():
+            setattr(instr, key, value)
+        return instr
+
+    def parameter(self, name: str, shape):
+        param = self.add(name, "parameter", shape, parameter_number=len(self.parameters))
+        param.metadata.op_name = name.split(".")[0]
+        self.parameters.append(param)
+        return param
+
+    def finish(self, root) -> _Computation:
+        self.proto.root_id = root.id
+        program = self.proto.program_shape
+        for param in self.parameters:
+            program.parameters.add().CopyFrom(param.shape)
+            program.parameter_names.append(param.name)
+        program.result.CopyFrom(root.shape)
+        return self
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """One kernel of an op: its NVIDIA and AMD names, share of the op's time, launch shape."""
+
+    nvidia: str
+    amd: str
+    share: float
+    grid: int
+    block: int
+    regs: int = 32
+    shared_bytes: int = 0
+    occupancy: float = 100.0
+
+    def name(self, device: _GpuDevice) -> str:
+        return self.amd if device.amd else self.nvidia
+
+    def details(self, device: _GpuDevice) -> str:
+        """The `kernel_details` stat as CUPTI / the ROCm tracer write it."""
+        if device.amd:
+            return (
+                f" grid:{self.grid},1,1 block:{self.block},1,1 private_mem:0 "
+                f"group_mem:{self.shared_bytes} occ_pct:0"
+            )
+        return (
+            f"regs:{self.regs} static_shared:0 dynamic_shared:{self.shared_bytes} "
+            f"grid:{self.grid},1,1 block:{self.block},1,1 occ_pct:{self.occupancy:.1f}"
+        )
+
+
+def _emitted(instruction: str, elements: int, *, share: float = 1.0, suffix: str = "") -> _Kernel:
+    """A kernel XLA emits for a fusion or copy, named after it (dots become underscores)."""
+    name = instruction.replace(".", "_") + suffix
+    return _Kernel(name, f"{name}.kd", share, grid=max(1, -(-elements // 1024)), block=256)
+
+
+@dataclass(frozen=True)
+class _GpuOp:
+    """A top-level instruction (or a runtime copy without one) and the kernels it runs as.
+
+    `flops` and `bytes_accessed` are the work of one execution, by hand: the same as the cost
+    model's (XLA's rules) except for the fused attention, an unknown custom call to the cost
+    model, whose real FLOPs time its kernel. They time the kernels, at no more than
+    `compute_efficiency` of the matrix peak and `memory_efficiency` of HBM bandwidth.
+    """
+
+    name: str  # instruction name; "" for a runtime kernel without an HLO op
+    flops: float
+    bytes_accessed: float
+    kernels: tuple[_Kernel, ...]
+    stream: int = 0  # 0: the compute stream; 1: the stream for copies and collectives
+    compute_efficiency: float = 0.7
+    memory_efficiency: float = 0.8
+    reduced_bytes: float = 0.0  # all-reduce: the buffer reduced across GPUs
+
+    def base_ps(self, device: _GpuDevice, gpus: int) -> int:
+        compute = self.flops / (device.matrix_tflops * 1e12 * self.compute_efficiency)
+        memory = self.bytes_accessed / (device.memory_bandwidth * self.memory_efficiency)
+        seconds = max(compute, memory)
+        floor = _GPU_KERNEL_FLOOR_PS * len(self.kernels)
+        if self.reduced_bytes:  # a ring all-reduce moves 2(n-1)/n of the buffer per GPU
+            n = max(gpus, 2)
+            link = 2 * (n - 1) / n * self.reduced_bytes / (device.link_gbps * 1e9)
+            floor += _ALL_REDUCE_LATENCY_PS
+            seconds = max(seconds, link)
+        return floor + int(seconds * 1e12)
+
+
+def _runtime_op(nvidia: str, amd: str, num_bytes: int, grid: int) -> _GpuOp:
+    """A copy/fill kernel of the runtime: no hlo_op, on the second stream."""
+    return _GpuOp("", 0.0, num_bytes, (_Kernel(nvidia, amd, 1.0, grid, 512),), stream=1)
+
+
+# Library kernels (NVIDIA, AMD). The cuBLASLt/hipBLASLt tile depends on the GEMM's size.
+_GEMM_KERNELS = {
+    True: (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_"
+        "execute_segment_k_off_kernel__5x_cublas",
+        "Cijk_Ailk_Bljk_BBS_BH_MT256x256x64_MI16x16x16x1_SN_1LDSB1_APM1_ABV0_ACED0_AF0EM1",
+    ),
+    False: (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+        "execute_segment_k_off_kernel__5x_cublas",
+        "Cijk_Ailk_Bljk_BBS_BH_MT128x128x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1",
+    ),
+}
+_ATTENTION_KERNEL = (
+    "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0",
+    "fmha_fwd_hd64_bf16_batch_b128x64x32_r3",
+)
+_ALL_REDUCE_KERNEL = _Kernel(
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_Generic_4", 1.0, 24, 512, regs=96
+)
+
+
+def _gpu_names(train: bool) -> dict[str, str]:
+    """Instruction names by role. The eval module numbers its instructions differently (as
+    XLA numbers the second instruction of a kind), so no name is in both modules."""
+    tag, n = ("", 0) if train else (".2", 10)
+    return {
+        "reducer": f"region_add.{n + 1}",
+        "scale": f"loop_convert_fusion{tag}",
+        "attention": f"custom-call.{n + 3}",
+        "attention_out": f"get-tuple-element.{n + 4}",
+        "gemm": f"custom-call.{n + 5}",
+        "gemm_out": f"get-tuple-element.{n + 6}",
+        "gelu": f"loop_tanh_fusion{tag}",
+        "triton": f"gemm_fusion_dot.{n + 7}",
+        "residual": f"loop_add_fusion{tag}",
+        "norm": f"input_reduce_fusion{tag}",
+        "copy": f"copy.{n + 9}",
+        "all_reduce": f"all-reduce.{n + 10}",
+        "update": "loop_subtract_fusion",  # training only
+        "cast": "loop_convert_fusion.1",  # training only
+        "mean": f"loop_multiply_fusion{tag}",  # eval only
+        "root": f"tuple.{n + 30}",
+        "entry": f"main.{n + 40}",
+    }
+
+
+def _gpu_module(name: str, program_id: int, batch: int, train: bool) -> hlo_pb2.HloModuleProto:
+    """The optimized HLO module of one program (see `_gpu_program`)."""
+    names = _gpu_names(train)
+    t, w, m = batch * _SEQ, _WIDTH, _MLP
+    step_fn = "train_step" if train else "eval_step"
+    module = hlo_pb2.HloModuleProto(name=name, id=program_id)
+    src = _Sources(module, step_fn, 95 if train else 131)
+    scalar, tokens = _array(_F32), _array(_F32, t)
+    x_shape, h_shape, weight = _array(_BF16, t, w), _array(_BF16, t, m), _array(_F32, w, m)
+    f32_x, f32_h = _array(_F32, t, w), _array(_F32, t, m)
+    qkv_shape = _array(_BF16, batch, _SEQ, _HEADS, w // _HEADS)
+
+    # Callees first: the reducer, then the fused computations, then the entry.
+    reducer = _Computation(module, names["reducer"])
+    a, b = reducer.parameter("Arg_0.1", scalar), reducer.parameter("Arg_1.1", scalar)
+    reducer.finish(reducer.add("add.1", "add", scalar, a, b))
+    bodies: dict[str, _Computation] = {}
+
+    def fused(role: str, *params: hlo_pb2.ShapeProto):
+        comp = _Computation(module, f"fused_computation.{names[role]}", fusion=True)
+        bodies[role] = comp
+        number = comp.proto.id  # instruction names are unique in the whole module
+        return comp, [comp.parameter(f"param_{i}.{number}", s) for i, s in enumerate(params)]
+
+    def constant(c: _Computation, number: int, shape: hlo_pb2.ShapeProto):
+        """A scalar constant broadcast to `shape` (0 bytes to XLA's cost: it is a scalar)."""
+        value = c.add(f"constant.{number}", "constant", scalar)
+        return c.add(f"broadcast.{number + 10}", "broadcast", shape, value)
+
+    c, (p0, p1) = fused("scale", x_shape, _array(_F32, w))
+    wide = c.add("convert.1", "convert", f32_x, p0)
+    gain = c.add("broadcast.1", "broadcast", f32_x, p1, dims=[1])
+    scaled = c.add("multiply.1", "multiply", f32_x, wide, gain)
+    c.finish(c.add("convert.2", "convert", x_shape, scaled))
+
+    c, (p0,) = fused("gelu", h_shape)  # x * (1 + tanh(k x)), in f32
+    wide = c.add("convert.3", "convert", f32_h, p0)
+    inner = c.add("multiply.2", "multiply", f32_h, wide, constant(c, 1, f32_h))
+    tanh = c.add("tanh.1", "tanh", f32_h, inner)
+    gate = c.add("add.2", "add", f32_h, tanh, constant(c, 2, f32_h))
+    gated = c.add("multiply.3", "multiply", f32_h, wide, gate)
+    c.finish(c.add("convert.4", "convert", h_shape, gated))
+
+    c, (p0, p1) = fused("triton", h_shape, _array(_BF16, m, w))
+    c.finish(c.add("dot.1", "dot", x_shape, p0, p1, contracting=(1, 0)))
+
+    c, (p0, p1) = fused("residual", x_shape, x_shape)
+    c.finish(c.add("add.3", "add", x_shape, p0, p1))
+
+    c, (p0,) = fused("norm", x_shape)  # Σ x² per token, in f32
+    wide = c.add("convert.5", "convert", f32_x, p0)
+    square = c.add("multiply.4", "multiply", f32_x, wide, wide)
+    zero = c.add("constant.3", "constant", scalar)
+    c.finish(c.add("reduce.1", "reduce", tokens, square, zero, dims=[1], calls=[reducer]))
+
+    if train:
+        c, (p0, p1, p2) = fused("update", weight, weight, scalar)  # w - lr * grad
+        rate = c.add("broadcast.4", "broadcast", weight, p2)
+        delta = c.add("multiply.5", "multiply", weight, p1, rate)
+        c.finish(c.add("subtract.1", "subtract", weight, p0, delta))
+        c, (p0,) = fused("cast", weight)
+        c.finish(c.add("convert.6", "convert", _array(_BF16, w, m), p0))
+    else:
+        c, (p0,) = fused("mean", tokens)
+        c.finish(c.add("multiply.6", "multiply", tokens, p0, constant(c, 4, tokens)))
+
+    entry = _Computation(module, names["entry"])
+    x = entry.parameter("x.1", x_shape)
+    gain = entry.parameter("scale.1", _array(_F32, w))
+    q, k, v = (entry.parameter(f"{p}.1", qkv_shape) for p in "qkv")
+    w_in = entry.parameter("w_in.1", _array(_BF16, w, m))
+    w_out = entry.parameter("w_out.1", _array(_BF16, m, w))
+
+    def fusion(role: str, kind: str, shape, *operands, source: tuple, **fields):
+        primitive, line = source
+        return entry.add(
+            names[role],
+            "fusion",
+            shape,
+            *operands,
+            fusion_kind=kind,
+            calls=[bodies[role]],
+            metadata=src(primitive, "mlp" if line < 80 else step_fn, line),
+            **fields,
+        )
+
+    scaled = fusion("scale", "kLoop", x_shape, x, gain, source=("mul", 41))
+    attention = entry.add(
+        names["attention"],
+        "custom-call",
+        _tuple(qkv_shape, _array(_F32, batch, _HEADS, _SEQ)),
+        q,
+        k,
+        v,
+        custom_call_target="te_fused_attn_fwd_ffi",
+        metadata=src("te_fused_attn_fwd", "attention", 23),
+    )
+    attended = entry.add(
+        names["attention_out"], "get-tuple-element", qkv_shape, attention, tuple_index=0
+    )
+    gemm = entry.add(
+        names["gemm"],
+        "custom-call",
+        _tuple(h_shape, _array(_S8, _CUBLAS_WORKSPACE)),
+        scaled,
+        w_in,
+        custom_call_target="__cublas$lt$matmul",
+        backend_config=_CUBLAS_CONFIG,
+        metadata=src("dot_general", "mlp", 44),
+    )
+    hidden = entry.add(names["gemm_out"], "get-tuple-element", h_shape, gemm, tuple_index=0)
+    gelu = fusion("gelu", "kLoop", h_shape, hidden, source=("tanh", 45))
+    down = fusion(
+        "triton",
+        "kCustom",
+        x_shape,
+        gelu,
+        w_out,
+        source=("dot_general", 46),
+        backend_config=_TRITON_CONFIG,
+    )
+    out = fusion("residual", "kLoop", x_shape, down, x, source=("add", 47))
+    norms = fusion("norm", "kInput", tokens, out, source=("reduce_sum", 52))
+    transposed = entry.add(
+        names["copy"],
+        "copy",
+        _array(_BF16, w, m, minor_to_major=(0, 1)),
+        w_in,
+        metadata=src("transpose", "mlp", 58),
+    )
+    results = [out, attended, norms, transposed]
+    if train:
+        grad = entry.parameter("grad.1", weight)
+        master = entry.parameter("w_master.1", weight)
+        lr = entry.parameter("lr.1", scalar)
+        reduced, line = grad, 101
+    else:
+        reduced, line = norms, 137
+    summed = entry.add(
+        names["all_reduce"],
+        "all-reduce",
+        reduced.shape,
+        reduced,
+        calls=[reducer],
+        channel_id=1,
+        use_global_device_ids=True,
+        metadata=src("psum", step_fn, line),
+    )
+    if train:
+        new = fusion("update", "kLoop", weight, master, summed, lr, source=("sub", 104))
+        cast = _array(_BF16, w, m)
+        results += [new, fusion("cast", "kLoop", cast, new, source=("convert_element_type", 105))]
+    else:
+        results.append(fusion("mean", "kLoop", tokens, summed, source=("div", 138)))
+    root = entry.add(names["root"], "tuple", _tuple(*(r.shape for r in results)), *results)
+    entry.finish(root)
+    module.entry_computation_name = entry.proto.name
+    module.entry_computation_id = entry.proto.id
+    module.host_program_shape.CopyFrom(entry.proto.program_shape)
+    return module
+
+
+def _gpu_ops(batch: int, train: bool) -> list[_GpuOp]:
+    """What one execution of a program runs, in order, with each op's work (see `_GpuOp`)."""
+    names = _gpu_names(train)
+    t, w, m = batch * _SEQ, _WIDTH, _MLP
+    gemm = _Kernel(*_GEMM_KERNELS[train], 1.0, -(-t // 128) * -(-m // 256), 384, regs=168)
+    triton = replace(_emitted(names["triton"], 0), grid=-(-t // 128) * (w // 128), regs=128)
+    attention = _Kernel(*_ATTENTION_KERNEL, 1.0, batch * _HEADS * _SEQ // 64, 384, regs=168)
+    if train:  # a two-pass row reduction: two kernels per execution
+        norm_kernels = (
+            _emitted(names["norm"], t * w, share=0.7),
+            _emitted(names["norm"], t, share=0.3, suffix="_1"),
+        )
+    else:
+        norm_kernels = (_emitted(names["norm"], t * w),)
+
+    def elementwise(role: str, flops: int, num_bytes: int, elements: int, **timing) -> _GpuOp:
+        return _GpuOp(names[role], flops, num_bytes, (_emitted(names[role], elements),), **timing)
+
+    ops = [
+        _runtime_op("memcpy32_post", "__amd_rocclr_copyBuffer.kd", 8 * t, 1),
+        elementwise("scale", 3 * t * w, 4 * t * w + 4 * w, t * w),
+        # FLOPs of QKᵀ and PV (the cost model sees none); bytes: q, k, v, output, softmax stats.
+        _GpuOp(
+            names["attention"],
+            4 * batch * _SEQ * _SEQ * w,
+            8 * t * w + 4 * t * _HEADS,
+            (attention,),
+            compute_efficiency=0.5,
+        ),
+        _GpuOp(names["gemm"], 2 * t * w * m, 2 * (t * w + w * m + t * m), (gemm,)),
+        elementwise("gelu", 5 * t * m, 4 * t * m, t * m),
+        _GpuOp(
+            names["triton"],
+            2 * t * m * w,
+            2 * (t * m + m * w + t * w),
+            (triton,),
+            compute_efficiency=0.6,
+        ),
+        elementwise("residual", t * w, 6 * t * w, t * w),
+        _GpuOp(
+            names["norm"], 3 * t * w - t, 2 * t * w + 4 * t, norm_kernels, memory_efficiency=0.75
+        ),
+        elementwise("copy", 0, 4 * w * m, w * m, memory_efficiency=0.6),
+    ]
+    if train:
+        reduced = 4 * w * m
+        fill = _runtime_op("memset32_aligned1D", "__amd_rocclr_fillBufferAligned.kd", 1 << 22, 64)
+        ops.append(fill)
+    else:
+        reduced = 4 * t
+    ops.append(
+        _GpuOp(
+            names["all_reduce"],
+            reduced // 4,
+            2 * reduced,
+            (_ALL_REDUCE_KERNEL,),
+            stream=1,
+            reduced_bytes=reduced,
+        )
+    )
+    if train:
+        ops.append(elementwise("update", 2 * w * m, 12 * w * m + 4, w * m))
+        ops.append(elementwise("cast", w * m, 6 * w * m, w * m))
+    else:
+        ops.append(elementwise("mean", t, 8 * t, t))
+    return ops
+
+
+def _gpu_program(
+    name: str, program_id: int, batch: int, *, train: bool
+) -> tuple[hlo_pb2.HloModuleProto, list[_GpuOp]]:
+    """The optimized HLO module of one program and what it runs, in execution order.
+
+    One transformer block over `batch` sequences of 512 tokens (width 1024, MLP 4096, 16
+    heads): an input-scaling loop fusion, fused attention (a TransformerEngine custom call
+    whose cost is unknown), a cuBLASLt GEMM, a tanh GELU loop fusion, a Triton GEMM fusion,
+    a residual add, a row reduction (input fusion), a transposing copy and an all-reduce.
+    The training program all-reduces the f32 gradient of the MLP weight and applies it
+    (subtract and convert fusions), and its reduction runs as two kernels; the eval program
+    all-reduces its per-token sums and scales them. Runtime copy/fill kernels without an
+    HLO op run on the second stream.
+    """
+    return _gpu_module(name, program_id, batch, train), _gpu_ops(batch, train)
+
+
+def _gpu_programs() -> list[tuple[hlo_pb2.HloModuleProto, list[_GpuOp]]]:
+    """(module, ops) of the training program (16 sequences a step) and the eval program (4)."""
+    return [
+        _gpu_program("jit_train_step", GPU_TRAIN_PROGRAM_ID, 16, train=True),
+        _gpu_program("jit_eval_step", GPU_EVAL_PROGRAM_ID, 4, train=False),
+    ]
+
+
+@dataclass(frozen=True)
+class _Launched:
+    """A kernel of a program execution: which op, which of its kernels."""
+
+    program: int
+    op: _GpuOp
+    kernel: _Kernel
+
+
+@dataclass
+class _GpuTimeline:
+    """Host and device events of the whole profile (ps since the profile start)."""
+
+    kernels: list  # per GPU: (launched index, begin, duration, correlation id)
+    launches: list  # per GPU: (begin, duration, correlation id)
+    roots: list  # step roots: (step number, begin, end)
+    calls: list  # PjitFunction events on the python line: (program, begin, end)
+    end_ps: int
+
+
+def _gpu_timeline(
+    spec: GpuSpec,
+    templates: list[list[int]],
+    launched: list[_Launched],
+    base_ps: list[int],
+    repeats: int,
+    origin_ps: int,
+) -> _GpuTimeline:
+    """Launches on the host, each followed by its kernel once the GPU is free.
+
+    Each step root dispatches the training program, then the eval program, on every GPU (a
+    launch thread per GPU), then waits for the GPUs to finish. Kernels run one at a time
+    per GPU, each at least 4 µs after its launch began.
+    """
+    uniform = _Uniform(np.random.default_rng([spec.seed, 4_242]))
+    slow = {i for i, item in enumerate(launched) if item.op.name and item.op.name == spec.slow_op}
+    gpus = range(spec.gpus)
+    kernels: list[list] = [[] for _ in gpus]
+    launches: list[list] = [[] for _ in gpus]
+    free = [origin_ps] * spec.gpus  # when each GPU has run everything launched so far
+    correlation = itertools.count(1_001)
+
+    def launch(gpu: int, template: list[int], host: int, kernels_kept: int) -> int:
+        for position, index in enumerate(template):
+            duration = int(uniform(2.5, 6.0) * US)
+            cid = next(correlation)
+            launches[gpu].append((host, duration, cid))
+            if position < kernels_kept:
+                begin = max(free[gpu] + int(uniform(0.3, 1.5) * US), host + int(uniform(4, 9) * US))
+                run = int(base_ps[index] * uniform(0.97, 1.03)) * (3 if index in slow else 1)
+                kernels[gpu].append((index, begin, run, cid))
+                free[gpu] = begin + run
+            host += duration + int(uniform(0.5, 2.0) * US)
+        return host
+
+    t = origin_ps
+    if spec.unclaimed_kernels:
+        # The tail of an eval run dispatched before the first step (the window opened late).
+        with_op = [i for i in templates[-1] if launched[i].op.name]
+        runs = -(-spec.unclaimed_kernels // len(with_op))
+        tail = (with_op * runs)[-spec.unclaimed_kernels :]
+        ends = [launch(gpu, tail, t + int(uniform(0, 3) * US), len(tail)) for gpu in gpus]
+        t = max(*ends, *free) + int(uniform(30, 80) * US)
+
+    roots, calls = [], []
+    for step in range(repeats):
+        cut = spec.truncated_last_step and step == repeats - 1
+        begin = t
+        host = t + int(uniform(5, 15) * US)
+        for program, template in enumerate(templates):
+            kept = len(template) - 2 if cut and program == len(templates) - 1 else len(template)
+            ends = [launch(gpu, template, host + int(uniform(3, 8) * US), kept) for gpu in gpus]
+            end = max(ends) + int(uniform(1, 3) * US)
+            calls.append((program, host, end))
+            host = end + int(uniform(2, 6) * US)
+        # block_until_ready: the step ends when the GPUs are done, unless the profile stopped.
+        end = (host if cut else max(host, *free)) + int(uniform(5, 15) * US)
+        if spec.steps:
+            roots.append((step, begin, end))
+        t = end + int(uniform(20, 60) * US)
+    return _GpuTimeline(kernels, launches, roots, calls, max(t, *free))
+
+
+def _gpu_metadata_plane(space: xplane_pb2.XSpace, modules: list[hlo_pb2.HloModuleProto]) -> None:
+    """`/host:metadata`: one event metadata per program, keyed by its program id as on GPU."""
+    plane = xspace_builder.plane(space, "/host:metadata", plane_id=0)
+    for module in modules:
+        meta = plane.plane.event_metadata[module.id]
+        meta.id = module.id
+        meta.name = f"{module.name}({module.id})"
+        proto = hlo_pb2.HloProto(hlo_module=module).SerializeToString(deterministic=True)
+        plane.fill_stats(meta.stats, {"Hlo Proto": proto, "program_id": int(module.id)})
+
+
+def _gpu_device_plane(
+    space: xplane_pb2.XSpace,
+    device: _GpuDevice,
+    gpu: int,
+    launched: list[_Launched],
+    modules: list[hlo_pb2.HloModuleProto],
+    kernels: list | None,
+) -> None:
+    """`/device:GPU:<gpu>` with capability stats and, unless idle, two kernel stream lines."""
+    plane = xspace_builder.plane(space, f"/device:GPU:{gpu}", plane_id=gpu, stats=device.stats)
+    if kernels is None:
+        return
+    streams = [
+        plane.line(f"Stream #{sid}(Kernel)", line_id=sid, timestamp_ns=_GPU_LINE_TIMESTAMP_NS)
+        for sid in (16 + 4 * gpu, 17 + 4 * gpu)
+    ]
+    correlation = plane.stat_id("correlation_id")
+    # Every kernel of one launched item has the same stats but its correlation id: build
+    # them once and copy them into each event.
+    metas, stats = [], []
+    for item in launched:
+        metas.append(plane.event_metadata(item.kernel.name(device)))
+        values = {"kernel_details": Ref(item.kernel.details(device))}
+        if item.op.name:
+            module = modules[item.program]
+            values |= {
+                "tf_op": Ref("XlaModule:"),
+                "hlo_op": Ref(item.op.name),
+                "hlo_module": Ref(module.name),
+                "program_id": int(module.id),
+            }
+        event = xplane_pb2.XEvent()
+        plane.fill_stats(event.stats, values)
+        stats.append(event.stats)
+    base = _GPU_LINE_TIMESTAMP_NS * NS
+    ends = [base, base]
+    for index, begin, duration, cid in kernels:
+        stream = launched[index].op.stream
+        event = streams[stream].events.add(
+            metadata_id=metas[index], offset_ps=begin - base, duration_ps=duration
+        )
+        event.stats.add(metadata_id=correlation, uint64_value=cid)
+        event.stats.extend(stats[index])
+        ends[stream] = max(ends[stream], begin + duration)
+    for line, end in zip(streams, ends):
+        line.duration_ps = end - base
+
+
+_GPU_HOST_FILLER = (
+    ("tf_data_private_threadpool", ("Iterator::Prefetch", "Iterator::Map", "ParseExample")),
+    ("py_xla_callback", ("MemoryAllocation", "MemoryDeallocation")),
+    ("grpc_global_timer", ("grpc::Poll", "grpc::Timer")),
+)
+
+
+def _gpu_host_plane(
+    space: xplane_pb2.XSpace, spec: GpuSpec, device: _GpuDevice, timeline: _GpuTimeline
+) -> None:
+    """`/host:CPU`: step roots on `python`, a launch thread per GPU, filler threads."""
+    plane = xspace_builder.plane(space, "/host:CPU", plane_id=0)
+    python = plane.line("python", line_id=1_085_180_131_661_504_713, timestamp_ns=28_560)
+    python.display_name = "python"
+    base = python.timestamp_ns * NS
+    root_meta = plane.event_metadata("train")
+    call_metas = [plane.event_metadata(f"PjitFunction({f})") for f in ("train_step", "eval_step")]
+    events = [(begin, 0, step, end) for step, begin, end in timeline.roots]
+    events += [(begin, 1, program, end) for program, begin, end in timeline.calls]
+    for begin, kind, what, end in sorted(events):
+        if kind == 0:
+            stats = {"_r": 1, "step_num": what}
+            plane.event(python, root_meta, begin - base, end - begin, stats)
+        else:
+            python.events.add(
+                metadata_id=call_metas[what], offset_ps=begin - base, duration_ps=end - begin
+            )
+    python.duration_ps = timeline.end_ps - base
+
+    launch_meta = plane.event_metadata(device.launch_api)
+    correlation, device_id = plane.stat_id("correlation_id"), plane.stat_id("device_id")
+    for gpu, launches in enumerate(timeline.launches):
+        tid = 4_747_829_982_129_071_201 + 7_919 * gpu
+        line = plane.line(f"tf_pjrt_thread_pool/{tid}", line_id=tid, timestamp_ns=707_851)
+        line.display_name = line.name
+        base = line.timestamp_ns * NS
+        add = line.events.add
+        for begin, duration, cid in launches:
+            event = add(metadata_id=launch_meta, offset_ps=begin - base, duration_ps=duration)
+            event.stats.add(metadata_id=correlation, uint64_value=cid)
+            event.stats.add(metadata_id=device_id, int64_value=gpu)
+        line.duration_ps = timeline.end_ps - base
+
+    # 3 filler events per 4 launches: the host plane stays about as big as the GPU planes.
+    rng = np.random.default_rng([spec.seed, 9_999])
+    launches = sum(len(launches) for launches in timeline.launches)
+    per_line = 3 * launches // (4 * len(_GPU_HOST_FILLER)) + 16
+    for index, (thread, names) in enumerate(_GPU_HOST_FILLER):
+        tid = 1_565 + 977 * index
+        line = plane.line(f"{thread}/{tid}", line_id=tid, timestamp_ns=8_482 + 17 * index)
+        line.display_name = line.name
+        _filler_line(plane, line, names, rng, per_line, timeline.end_ps - line.timestamp_ns * NS)
+
+
+def _gpu_build(
+    spec: GpuSpec, repeats: int, origin_ps: int = _GPU_ORIGIN_PS
+) -> tuple[xplane_pb2.XSpace, int]:
+    """The profile of `repeats` steps (or runs), and the end of its last event (ps)."""
+    programs = _gpu_programs()
+    modules = [module for module, _ in programs]
+    instructions = {op.name for _, ops in programs for op in ops if op.name}
+    if spec.slow_op is not None and spec.slow_op not in instructions:
+        raise ValueError(f"slow_op {spec.slow_op!r} is not an instruction that runs kernels")
+    device = _GPU_DEVICES[spec.vendor]
+    launched: list[_Launched] = []
+    templates: list[list[int]] = []
+    for program, (_, ops) in enumerate(programs):
+        template = []
+        for op in ops:
+            for kernel in op.kernels:
+                template.append(len(launched))
+                launched.append(_Launched(program, op, kernel))
+        templates.append(template)
+    base_ps = [int(item.op.base_ps(device, spec.gpus) * item.kernel.share) for item in launched]
+    timeline = _gpu_timeline(spec, templates, launched, base_ps, repeats, origin_ps)
+
+    space = xplane_pb2.XSpace(hostnames=[spec.host])
+    _gpu_metadata_plane(space, modules)
+    for gpu in range(spec.gpus + spec.idle_gpus):
+        kernels = timeline.kernels[gpu] if gpu < spec.gpus else None
+        _gpu_device_plane(space, device, gpu, launched, modules, kernels)
+    _gpu_host_plane(space, spec, device, timeline)
+    start = _PROFILE_START_NS + 1_000 * spec.seed
+    stop = start + (timeline.end_ps + 50 * US) // NS
+    xspace_builder.plane(
+        space,
+        "Task Environment",
+        plane_id=0,
+        stats={"profile_start_time": U64(start), "profile_stop_time": U64(stop)},
+    )
+    return space, timeline.end_ps
+
+
+def _gpu_repeats_for(spec: GpuSpec) -> int:
+    """Steps (or runs) that make the serialized profile about spec.target_bytes."""
+    default = spec.steps if spec.steps > 0 else _GPU_INFERENCE_RUNS
+    if spec.target_bytes <= 0:
+        return default
+    small, large = 4, 8
+    probe, end = _gpu_build(spec, small)
+    size_small = probe.ByteSize()
+    per_repeat = (_gpu_build(spec, large)[0].ByteSize() - size_small) / (large - small)
+    repeats = max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
+    # Offsets grow with the profile, and so do their varints: measure again near its middle.
+    origin = _GPU_ORIGIN_PS + (end - _GPU_ORIGIN_PS) * repeats // (2 * small)
+    size_small = _gpu_build(spec, small, origin)[0].ByteSize()
+    per_repeat = (_gpu_build(spec, large, origin)[0].ByteSize() - size_small) / (large - small)
+    return max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
+
+
+def gpu_xspace(spec: GpuSpec = GpuSpec()) -> xplane_pb2.XSpace:
+    """A GPU profile as JAX's profiler would write it for `spec`; same spec, same bytes.
+
+    With `target_bytes`, steps (or runs without step roots) are repeated until the
+    serialized size is about that many bytes; `spec.steps` then only chooses between step
+    roots (> 0) and none (0).
+    """
+    return _gpu_build(spec, _gpu_repeats_for(spec))[0]
+
+
 def write_profile(path: str | os.PathLike, xspace: xplane_pb2.XSpace) -> Path:
     """Writes `xspace` to `path` (parents created); map entries are sorted so bytes are stable."""
     path = Path(path)
@@ -769,6 +1631,8 @@ def write_profile(path: str | os.PathLike, xspace: xplane_pb2.XSpace) -> Path:
 
 
 _DEMO_RUN_DIR = "2026_01_01_00_00_00"  # a date-like profile run name, as the profiler makes
+# The default runs plus a GPU training run: `write_demo_logdir(logdir, runs=DEMO_RUNS)`.
+DEMO_RUNS = ("train_v5p", "inference_v6e", "train_gpu")
 
 
 def write_demo_logdir(
@@ -781,21 +1645,29 @@ def write_demo_logdir(
 
     `<logdir>/<run>/plugins/profile/<date>/<host>.xplane.pb` for each run: runs named
     `inference*` are one host without steps, the others are training runs on every host. The
-    device is the `v4`/`v5p`/`v6e` in the run name (default v5p). A v4 training profile also
-    goes straight under `<logdir>/plugins/profile/<date>/` (the logdir itself as a run).
+    device is the `v4`/`v5p`/`v6e` in the run name (default v5p); a run with a `gpu` part in
+    its name (`train_gpu`, as in `DEMO_RUNS`; `train_gpu_amd` for AMD) is a GPU training run
+    with host step roots on every host. A v4 training profile also goes straight under
+    `<logdir>/plugins/profile/<date>/` (the logdir itself as a run).
     Every host gets its own seed.
     """
     logdir = Path(logdir)
     written = []
     seed = 0
     for run in runs:
-        device = next((d for d in ("v4", "v5p", "v6e") if d in run.split("_")), "v5p")
+        parts = run.split("_")
+        device = next((d for d in ("v4", "v5p", "v6e") if d in parts), "v5p")
         inference = run.startswith("inference")
         for host in hosts[:1] if inference else hosts:
             seed += 1
-            spec = TpuSpec(device=device, steps=0 if inference else 5, host=host, seed=seed)
             path = logdir / run / "plugins" / "profile" / _DEMO_RUN_DIR / f"{host}.xplane.pb"
-            written.append(write_profile(path, tpu_xspace(spec)))
+            if "gpu" in parts:
+                vendor = "amd" if "amd" in parts else "nvidia"
+                space = gpu_xspace(GpuSpec(vendor=vendor, steps=4, host=host, seed=seed))
+            else:
+                steps = 0 if inference else 5
+                space = tpu_xspace(TpuSpec(device=device, steps=steps, host=host, seed=seed))
+            written.append(write_profile(path, space))
     spec = TpuSpec(device="v4", cores=2, host=hosts[0] if hosts else "host0", seed=seed + 1)
     path = logdir / "plugins" / "profile" / _DEMO_RUN_DIR / f"{spec.host}.xplane.pb"
     written.append(write_profile(path, tpu_xspace(spec)))

@@ -16,21 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
+from .event_table import line_table
 from .hlo_cost import ModuleCosts
 from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, with_idle
 from .op_stats import OpStats, StepInfo
 from .perf_env import RunEnvironment
-from .profile_reader import (
-    GPU_PLANE,
-    HOST_PLANE,
-    Profile,
-    as_float,
-    as_uint64,
-    line_stat_values,
-    stat_names,
-    stats_dict,
-)
+from .profile_reader import GPU_PLANE, HOST_PLANE, Profile, stat_ids, stat_names, stats_dict
 from .protos import xplane_pb2
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
@@ -63,33 +55,45 @@ class Kernels:
 
 def read_kernels(plane: xplane_pb2.XPlane) -> Kernels:
     """Every event of every line of the plane (kernels, memcpys), with absolute times."""
-    begins, ends, lines, names = [], [], [], []
-    values: dict[str, list] = {k: [] for k in KERNEL_STATS}
+    ids = stat_ids(plane, KERNEL_STATS)
+    names = stat_names(plane)
+    columns: dict[str, list] = {k: [] for k in ("begin", "end", "line", "name", *KERNEL_STATS)}
     for index, line in enumerate(plane.lines):
-        base = line.timestamp_ns * 1000
-        for event in line.events:
-            begin = base + event.offset_ps
-            begins.append(begin)
-            ends.append(begin + event.duration_ps)
-            meta = plane.event_metadata.get(event.metadata_id)
-            names.append(meta.name if meta is not None else "")
-            lines.append(index)
-        stats = line_stat_values(plane, line, KERNEL_STATS)
-        for key in KERNEL_STATS:
-            values[key].extend(stats[key])
-    hlo_ops = [v if isinstance(v, str) and v else None for v in values["hlo_op"]]
-    tf_ops = [v if isinstance(v, str) and v else None for v in values["tf_op"]]
+        table = line_table(line)
+        metadata, inverse = np.unique(table.metadata_id, return_inverse=True)
+        meta_names = np.array(
+            [
+                plane.event_metadata[m].name if m in plane.event_metadata else ""
+                for m in metadata.tolist()
+            ],
+            object,
+        )
+        columns["begin"].append(table.begin_ps)
+        columns["end"].append(table.end_ps)
+        columns["line"].append(np.full(len(table), index, np.int64))
+        columns["name"].extend(meta_names[inverse].tolist() if len(table) else [])
+        for key in ("hlo_op", "tf_op"):
+            values = table.strings(ids.get(key), names)
+            columns[key].extend(v if v else None for v in values.tolist())
+        for key in ("program_id", "correlation_id"):
+            present, values = table.integers(ids.get(key))
+            as_u64 = values.astype(np.uint64).tolist()
+            columns[key].extend(v if p else None for v, p in zip(as_u64, present.tolist()))
+        for key in ("flops", "bytes_accessed"):
+            values = table.numbers(ids.get(key))
+            columns[key].extend(None if np.isnan(v) else v for v in values.tolist())
+    empty = np.zeros(0, np.int64)
     return Kernels(
-        begin_ps=np.asarray(begins, np.int64),
-        end_ps=np.asarray(ends, np.int64),
-        line=np.asarray(lines, np.int64),
-        name=names,
-        hlo_op=hlo_ops,
-        program_id=[as_uint64(v) for v in values["program_id"]],
-        tf_op=tf_ops,
-        correlation_id=[as_uint64(v) if v is not None else None for v in values["correlation_id"]],
-        flops=[as_float(v, None) for v in values["flops"]],
-        bytes_accessed=[as_float(v, None) for v in values["bytes_accessed"]],
+        begin_ps=np.concatenate(columns["begin"]) if columns["begin"] else empty,
+        end_ps=np.concatenate(columns["end"]) if columns["end"] else empty,
+        line=np.concatenate(columns["line"]) if columns["line"] else empty,
+        name=columns["name"],
+        hlo_op=columns["hlo_op"],
+        program_id=[v or 0 for v in columns["program_id"]],
+        tf_op=columns["tf_op"],
+        correlation_id=columns["correlation_id"],
+        flops=columns["flops"],
+        bytes_accessed=columns["bytes_accessed"],
     )
 
 

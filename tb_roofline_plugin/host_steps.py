@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .profile_reader import as_float, as_uint64, line_stat_values
+import numpy as np
+
+from .event_table import line_table
+from .profile_reader import stat_ids
 from .protos import xplane_pb2
 
 MARKER_STATS = ("_r", "step_num", "correlation_id")
@@ -32,18 +35,18 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
     markers = HostMarkers()
     if plane is None:
         return markers
+    ids = stat_ids(plane, MARKER_STATS)
     roots = []
     for line in plane.lines:
-        base = line.timestamp_ns * 1000
-        values = line_stat_values(plane, line, MARKER_STATS)
-        for i, event in enumerate(line.events):
-            begin = base + event.offset_ps
-            if values["_r"][i] is not None:
-                roots.append(
-                    (as_float(values["step_num"][i], -1), begin, begin + event.duration_ps)
-                )
-            correlation = values["correlation_id"][i]
-            if correlation is not None:
-                markers.launch_ps[as_uint64(correlation)] = begin
+        table = line_table(line)
+        is_root, _ = table.integers(ids.get("_r"))
+        step_num = table.numbers(ids.get("step_num"))
+        for i in np.flatnonzero(is_root).tolist():
+            num = -1.0 if np.isnan(step_num[i]) else float(step_num[i])
+            roots.append((num, int(table.begin_ps[i]), int(table.end_ps[i])))
+        has_id, correlation = table.integers(ids.get("correlation_id"))
+        launches = np.flatnonzero(has_id)
+        keys = correlation[launches].astype(np.uint64).tolist()
+        markers.launch_ps.update(zip(keys, table.begin_ps[launches].tolist()))
     markers.steps = number_steps(roots)
     return markers

@@ -19,7 +19,8 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .errors import ProfileError
-from .protos import xplane_pb2
+from .event_table import line_table
+from .protos import xplane_lite_pb2, xplane_pb2
 
 UINT64_MASK = (1 << 64) - 1
 TPU_CORE_PLANE = re.compile(r"^/device:TPU:([0-9]+)$")
@@ -70,7 +71,7 @@ class Profile:
 
     path: str
     hostnames: list[str]
-    planes: list[xplane_pb2.XPlane]
+    planes: list[xplane_lite_pb2.XPlaneLite]  # events stay raw bytes (event_table.py)
     skipped_planes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -169,7 +170,7 @@ def decode_profile(
         names = [name for name, _, _ in found]
         for name, start, end in found:
             if want(name, names):
-                profile.planes.append(xplane_pb2.XPlane.FromString(buf[start:end]))
+                profile.planes.append(xplane_lite_pb2.XPlaneLite.FromString(buf[start:end]))
             else:
                 profile.skipped_planes.append(name)
     except _WireError as exc:
@@ -290,61 +291,14 @@ def line_events(
     ``numeric_stats`` names event stats to read into float64 arrays (NaN where absent).
     """
     wanted = list(numeric_stats)
-    lookup = stat_ids(plane, [*wanted, "device_offset_ps", "device_duration_ps"])
-    dev_off = lookup.get("device_offset_ps", -1) if device_time else -1
-    dev_dur = lookup.get("device_duration_ps", -1) if device_time else -1
-    columns = {lookup[n]: n for n in wanted if n in lookup}
-    n = len(line.events)
-    metadata_id = np.empty(n, np.int64)
-    begin = np.empty(n, np.int64)
-    duration = np.empty(n, np.int64)
-    occurrences = np.ones(n, np.int64)
-    values = {name: np.full(n, np.nan) for name in wanted}
-    base_ps = line.timestamp_ns * 1000
-    scan_stats = dev_off >= 0 or bool(columns)
-    for i, event in enumerate(line.events):
-        metadata_id[i] = event.metadata_id
-        offset = event.offset_ps
-        dur = event.duration_ps
-        if event.num_occurrences:
-            occurrences[i] = event.num_occurrences
-        if scan_stats:
-            d_off = d_dur = None
-            for stat in event.stats:
-                sid = stat.metadata_id
-                if sid == dev_off:
-                    d_off = _number(stat)
-                elif sid == dev_dur:
-                    d_dur = _number(stat)
-                elif sid in columns:
-                    values[columns[sid]][i] = _number(stat)
-            if d_off is not None and d_dur is not None:
-                begin[i] = int(d_off)
-                duration[i] = int(d_dur)
-                continue
-        begin[i] = base_ps + offset
-        duration[i] = dur
-    return LineEvents(metadata_id, begin, duration, occurrences, values)
-
-
-def _number(stat: xplane_pb2.XStat) -> float:
-    kind = stat.WhichOneof("value")
-    if kind in ("int64_value", "uint64_value", "double_value"):
-        return getattr(stat, kind)
-    return np.nan
-
-
-def line_stat_values(
-    plane: xplane_pb2.XPlane, line: xplane_pb2.XLine, wanted: Iterable[str]
-) -> dict[str, list]:
-    """Per-event values of the wanted event stats (refs resolved to strings; None if absent)."""
-    names = stat_names(plane)
-    ids = stat_ids(plane, wanted)
-    columns = {sid: name for name, sid in ids.items()}
-    values: dict[str, list] = {name: [None] * len(line.events) for name in wanted}
-    for i, event in enumerate(line.events):
-        for stat in event.stats:
-            name = columns.get(stat.metadata_id)
-            if name is not None:
-                values[name][i] = stat_value(stat, names)
-    return values
+    ids = stat_ids(plane, [*wanted, "device_offset_ps", "device_duration_ps"])
+    table = line_table(line)
+    begin, duration = table.begin_ps, table.duration_ps
+    if device_time:
+        has_offset, offset = table.integers(ids.get("device_offset_ps"))
+        has_duration, dev_duration = table.integers(ids.get("device_duration_ps"))
+        both = has_offset & has_duration
+        begin = np.where(both, offset, begin)
+        duration = np.where(both, dev_duration, duration)
+    values = {name: table.numbers(ids.get(name)) for name in wanted}
+    return LineEvents(table.metadata_id, begin, duration, table.occurrences, values)

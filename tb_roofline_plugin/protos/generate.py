@@ -16,6 +16,7 @@ from pathlib import Path
 
 PROTO_FILES = (
     "xplane.proto",
+    "xplane_lite.proto",
     "op_metrics.proto",
     "diagnostics.proto",
     "source_info.proto",

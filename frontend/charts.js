@@ -1,0 +1,207 @@
+// The Plotly figures: op-level chart, program-level chart, compare chart; and `plot`, which
+// draws a figure and wires its events once. Every profile string is escaped before it goes
+// into hover text, legend names or annotations (Plotly renders those as HTML).
+
+import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct} from './format.js';
+import {PALETTE, SYMBOLS} from './theme.js';
+import {baseLayout, ranges, roofTraces} from './roofs.js';
+
+const G = 1e9;
+const MAX_MARKER_PX = 46; // diameter of the op with the most self time
+
+const EXTRA_MEMORIES = [
+  ['vmem_read_bw', 'VMEM read'], ['vmem_write_bw', 'VMEM write'],
+  ['cmem_read_bw', 'CMEM read'], ['cmem_write_bw', 'CMEM write'],
+];
+
+/** Hover text of one op: every metric, profile strings escaped. */
+export function opHover(row) {
+  const r = row.record;
+  const lines = [
+    `<b>${esc(row.name)}</b>`,
+    `${esc(row.category)} · program ${esc(row.program)}`,
+    `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ${esc(num(row.occurrences))} occurrences`,
+    `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
+    `HBM ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
+  ];
+  const extra = EXTRA_MEMORIES.filter(([field]) => (r[field] || 0) > 0)
+    .map(([field, name]) => `${name} ${esc(byteRate(gibToGb(r[field])))}`);
+  if (extra.length) lines.push(extra.join(' · '));
+  lines.push(
+    `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
+    `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
+      `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
+    `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
+  );
+  if (r.source_info && r.source_info.file_name) {
+    lines.push(`source ${esc(r.source_info.file_name)}:${esc(r.source_info.line_number ?? '')}`);
+  }
+  if (row.aboveRoof) lines.push('<b>above its roof by more than 5%</b>');
+  lines.push(`<i>${esc(row.guidance)}</i>`);
+  return lines.join('<br>');
+}
+
+function programHover(label, r) {
+  return [
+    `<b>${esc(label)}</b>`,
+    `time ${esc(duration(r.total_time_in_us || 0))} · performance ${esc(flopRate(r.measured_flop_rate || 0))}`,
+    `intensity ${esc(num(r.bottleneck_operational_intensity || 0))} FLOP/byte · HBM ${esc(byteRate(gibToGb(r.hbm_bw || 0)))}`,
+    `bound by <b>${esc(r.bound_by || 'Unknown')}</b> · roofline efficiency ${esc(pct(r.roofline_efficiency || 0))}`,
+  ].join('<br>');
+}
+
+/** Category -> {color, symbol}: Okabe–Ito colours, then new symbols after 8 categories. */
+export function categoryStyles(categories) {
+  const styles = new Map();
+  categories.forEach((category, i) => {
+    styles.set(category, {color: PALETTE[i % PALETTE.length], symbol: SYMBOLS[Math.floor(i / PALETTE.length) % SYMBOLS.length]});
+  });
+  return styles;
+}
+
+/**
+ * The op-level chart: one dot per plottable op (area ∝ self time, colour by category), the
+ * Program as a star, roofs, ridge points, regions, and a highlight ring for the chosen op.
+ */
+export function opFigure({rows, program, roofs, styles, colors: c, selectedKey}) {
+  const plotted = rows.filter((row) => row.plottable);
+  const points = plotted.map((row) => ({x: row.intensity, y: row.flopRate * G}));
+  const programPlottable = program && program.measured_flop_rate > 0 && program.bottleneck_operational_intensity > 0;
+  if (programPlottable) points.push({x: program.bottleneck_operational_intensity, y: program.measured_flop_rate * G});
+  const range = ranges(points, roofs);
+  const {traces, annotations} = roofTraces(roofs, range, c);
+  const maxSelf = Math.max(...plotted.map((row) => row.selfTimeUs), 1e-9);
+  const sizeref = (2 * maxSelf) / (MAX_MARKER_PX * MAX_MARKER_PX);
+
+  const byCategory = new Map();
+  for (const row of plotted) {
+    if (!byCategory.has(row.category)) byCategory.set(row.category, []);
+    byCategory.get(row.category).push(row);
+  }
+  let first = true;
+  for (const [category, list] of byCategory) {
+    const style = styles.get(category) || {color: PALETTE[7], symbol: 'circle'};
+    traces.push({
+      type: 'scatter', mode: 'markers', name: `${esc(category || 'uncategorized')} (${list.length})`,
+      legendgroup: 'ops', legendgrouptitle: first ? {text: 'Ops by category'} : undefined,
+      x: list.map((row) => row.intensity), y: list.map((row) => row.flopRate * G),
+      customdata: list.map((row) => row.key), text: list.map(opHover),
+      hovertemplate: '%{text}<extra></extra>',
+      marker: {
+        color: style.color, symbol: style.symbol, opacity: 0.85,
+        size: list.map((row) => Math.max(row.selfTimeUs, 0)), sizemode: 'area', sizeref, sizemin: 5,
+        line: {color: list.map((row) => (row.aboveRoof ? c.aboveRoof : c.paper)), width: list.map((row) => (row.aboveRoof ? 3 : 0.8))},
+      },
+      selected: {marker: {opacity: 1}}, unselected: {marker: {opacity: 0.25}},
+      meta: {kind: 'ops', category},
+    });
+    first = false;
+  }
+  if (programPlottable) {
+    traces.push({
+      type: 'scatter', mode: 'markers', name: 'Program', legendgroup: 'program',
+      x: [program.bottleneck_operational_intensity], y: [program.measured_flop_rate * G],
+      marker: {symbol: 'star', size: 20, color: c.program, line: {color: c.paper, width: 1.5}},
+      text: [programHover('Program (the whole selection)', program)], hovertemplate: '%{text}<extra></extra>',
+      meta: {kind: 'program'},
+    });
+  }
+  const selected = plotted.find((row) => row.key === selectedKey);
+  traces.push({
+    type: 'scatter', mode: 'markers', name: 'selected op', showlegend: false, hoverinfo: 'skip',
+    x: selected ? [selected.intensity] : [], y: selected ? [selected.flopRate * G] : [],
+    marker: {symbol: 'circle-open', size: 34, color: c.highlight, line: {width: 3, color: c.highlight}},
+    meta: {kind: 'highlight', key: selected ? selected.key : ''},
+  });
+  return {data: traces, layout: baseLayout(range, c, {annotations})};
+}
+
+/** The program-level chart: Total, Average step and each step as points. */
+export function programFigure({points, roofs, colors: c, selectedStep, incomplete}) {
+  const shown = points.filter((p) => p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0);
+  const xy = shown.map((p) => ({x: p.record.bottleneck_operational_intensity, y: p.record.measured_flop_rate * G}));
+  const range = ranges(xy, roofs);
+  const {traces, annotations} = roofTraces(roofs, range, c);
+  const groups = [
+    ['Total', (p) => p.step === 'total', 'star', 18, c.program],
+    ['Average step', (p) => p.step === 'average', 'diamond', 13, PALETTE[4]],
+    ['Steps', (p) => p.step !== 'total' && p.step !== 'average', 'circle', 10, PALETTE[3]],
+  ];
+  for (const [name, test, symbol, size, color] of groups) {
+    const list = shown.filter(test);
+    if (!list.length) continue;
+    traces.push({
+      type: 'scatter', mode: 'markers+text', name, legendgroup: 'program',
+      x: list.map((p) => p.record.bottleneck_operational_intensity),
+      y: list.map((p) => p.record.measured_flop_rate * G),
+      text: list.map((p) => (p.step === 'total' ? 'Total' : p.step === 'average' ? 'Avg' : p.step)),
+      textposition: 'top center', textfont: {size: 10, color: c.muted},
+      hovertext: list.map((p) => programHover(p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''), p.record)),
+      hovertemplate: '%{hovertext}<extra></extra>', customdata: list.map((p) => p.step),
+      marker: {
+        symbol: list.map((p) => (incomplete.has(p.step) ? `${symbol}-open` : symbol)), size, color,
+        line: {color: list.map((p) => (p.step === selectedStep ? c.highlight : c.paper)), width: list.map((p) => (p.step === selectedStep ? 3 : 1))},
+      },
+      meta: {kind: 'program-points'},
+    });
+  }
+  return {data: traces, layout: baseLayout(range, c, {annotations, showlegend: true})};
+}
+
+/** The compare chart: A and B point clouds, an arrow from A to B per matched op. */
+export function compareFigure({pairs, onlyA, onlyB, programs, roofs, colors: c, labels, maxArrows}) {
+  const xy = [];
+  for (const p of pairs) xy.push({x: p.a.x, y: p.a.y}, {x: p.b.x, y: p.b.y});
+  for (const p of [...onlyA, ...onlyB]) xy.push(p);
+  for (const p of programs) if (p) xy.push(p);
+  const range = ranges(xy, roofs);
+  const {traces, annotations} = roofTraces(roofs, range, c);
+  const cloud = (name, list, color, open, kind) => ({
+    type: 'scatter', mode: 'markers', name: esc(name), legendgroup: kind,
+    x: list.map((p) => p.x), y: list.map((p) => p.y), text: list.map((p) => p.hover), hovertemplate: '%{text}<extra></extra>',
+    marker: {symbol: open ? 'circle-open' : 'circle', size: 9, color, line: {width: open ? 2 : 0.8, color: open ? color : c.paper}},
+    meta: {kind},
+  });
+  traces.push(
+    cloud(`A: ${labels.a}`, [...pairs.map((p) => p.a), ...onlyA], c.a, true, 'compare-a'),
+    cloud(`B: ${labels.b}`, [...pairs.map((p) => p.b), ...onlyB], c.b, false, 'compare-b'),
+  );
+  const [progA, progB] = programs;
+  if (progA && progB) {
+    traces.push({
+      type: 'scatter', mode: 'markers', name: 'Program A → B', legendgroup: 'program',
+      x: [progA.x, progB.x], y: [progA.y, progB.y], text: [progA.hover, progB.hover], hovertemplate: '%{text}<extra></extra>',
+      marker: {symbol: ['star-open', 'star'], size: 18, color: [c.a, c.b], line: {width: 2, color: [c.a, c.paper]}},
+      meta: {kind: 'compare-program'},
+    });
+  }
+  const arrow = (from, to, width, color, name) => ({
+    x: Math.log10(to.x), y: Math.log10(to.y), ax: Math.log10(from.x), ay: Math.log10(from.y),
+    xref: 'x', yref: 'y', axref: 'x', ayref: 'y', text: '', showarrow: true,
+    arrowhead: 2, arrowsize: 1, arrowwidth: width, arrowcolor: color, standoff: 4, name,
+  });
+  for (const p of pairs.slice(0, maxArrows)) annotations.push(arrow(p.a, p.b, 1.2, c.arrow, 'op-arrow'));
+  if (progA && progB) annotations.push(arrow(progA, progB, 2.2, c.program, 'program-arrow'));
+  return {data: traces, layout: baseLayout(range, c, {annotations})};
+}
+
+const CONFIG = {
+  displaylogo: false,
+  responsive: true,
+  modeBarButtonsToRemove: ['lasso2d', 'autoScale2d'],
+};
+
+/**
+ * Draws (or redraws, keeping the user's zoom) a figure into `node`; `handlers` maps Plotly
+ * event names (plotly_click, plotly_selected, ...) to functions, attached on the first draw.
+ */
+export async function plot(Plotly, node, figure, handlers = {}, filename = 'roofline') {
+  const config = {...CONFIG, toImageButtonOptions: {filename, scale: 2}};
+  await Plotly.react(node, figure.data, figure.layout, config);
+  const wired = node.rooflineHandlers || {};
+  for (const event of Object.keys(handlers)) {
+    if (!wired[event]) node.on(event, (...args) => node.rooflineHandlers[event](...args));
+  }
+  node.rooflineHandlers = {...wired, ...handlers};
+  return node;
+}

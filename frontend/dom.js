@@ -1,0 +1,86 @@
+// Small DOM builders. Profile strings always go in as text (textContent, attribute values),
+// never as markup.
+
+let uid = 0;
+
+/** A unique element id with a readable prefix. */
+export function nextId(prefix) {
+  uid += 1;
+  return `${prefix}-${uid}`;
+}
+
+/**
+ * el('div', {class: 'x', text: 'hello', onclick: fn}, child, ...). `on<event>` keys add
+ * listeners; `text` sets textContent; everything else is an attribute (false/null: left out).
+ */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === 'class') node.className = value;
+    else if (key === 'text') node.textContent = String(value);
+    else if (key.startsWith('on') && typeof value === 'function') {
+      node.addEventListener(key.slice(2), value);
+    } else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(node, child);
+    else node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/**
+ * A labelled <select>. options: values or [value, text] pairs. Returns the wrapping label;
+ * its `control` property is the select element.
+ */
+export function selectField(label, options, value, onChange, attrs = {}) {
+  const control = el('select', attrs);
+  for (const option of options) {
+    const [optionValue, text] = Array.isArray(option) ? option : [option, option];
+    const item = el('option', {value: optionValue, text});
+    if (String(optionValue) === String(value)) item.selected = true;
+    control.append(item);
+  }
+  control.addEventListener('change', () => onChange(control.value));
+  const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
+  field.control = control;
+  return field;
+}
+
+/** A labelled <input>. */
+export function inputField(label, attrs, onInput, event = 'input') {
+  const control = el('input', attrs);
+  control.addEventListener(event, () => onInput(control));
+  const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
+  field.control = control;
+  return field;
+}
+
+/** A labelled checkbox. */
+export function checkboxField(label, checked, onChange, attrs = {}) {
+  const control = el('input', {type: 'checkbox', ...attrs});
+  control.checked = Boolean(checked);
+  control.addEventListener('change', () => onChange(control.checked));
+  const field = el('label', {class: 'check'}, control, el('span', {text: label}));
+  field.control = control;
+  return field;
+}
+
+/** A status line: kind is loading | empty | error | note. */
+export function status(kind, text, ...extra) {
+  const role = kind === 'error' ? 'alert' : 'status';
+  return el('div', {class: `status ${kind}`, role}, el('p', {text}), ...extra);
+}
+
+/** Replaces the children of `node`. */
+export function show(node, ...children) {
+  node.replaceChildren();
+  append(node, children);
+  return node;
+}

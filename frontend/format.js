@@ -1,0 +1,95 @@
+// Number, time and text formatting, and escaping for the two places that parse markup:
+// Plotly's hover/legend/annotation text and CSV cells.
+
+export const GIB_PER_GB = 1.073741824; // bytes in a GiB / bytes in a GB
+
+const significant = new Intl.NumberFormat('en-US', {maximumSignificantDigits: 4});
+const fixed1 = new Intl.NumberFormat('en-US', {minimumFractionDigits: 1, maximumFractionDigits: 1});
+
+/** A number with 4 significant digits and thousands separators; '' for missing values. */
+export function num(value) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return value === undefined ? '' : String(value ?? '');
+  if (value === 0) return '0';
+  if (Math.abs(value) < 1e-3 || Math.abs(value) >= 1e15) return value.toExponential(3);
+  return significant.format(value);
+}
+
+/** Microseconds as a table cell: one decimal, thousands separators. */
+export function micros(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? fixed1.format(value) : '';
+}
+
+/** A duration in plain words: 850 µs, 1.8 ms, 2.31 s. */
+export function duration(us) {
+  if (typeof us !== 'number' || !Number.isFinite(us)) return '';
+  const a = Math.abs(us);
+  if (a >= 1e6) return `${num(us / 1e6)} s`;
+  if (a >= 1e3) return `${num(us / 1e3)} ms`;
+  return `${num(us)} µs`;
+}
+
+/** A fraction (0.42) as a percentage (42%), with more digits for small values. */
+export function pct(fraction, digits = 1) {
+  if (typeof fraction !== 'number' || !Number.isFinite(fraction)) return '';
+  const p = 100 * fraction;
+  if (p !== 0 && Math.abs(p) < 0.1) return `${num(p)}%`;
+  return `${p.toFixed(digits)}%`;
+}
+
+/** A signed change: +1.2, −3.4 (a real minus sign). */
+export function signed(value, formatter = num) {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return '';
+  const text = formatter(Math.abs(value));
+  if (value > 0) return `+${text}`;
+  if (value < 0) return `\u2212${text}`;
+  return text;
+}
+
+/** FLOP/s given in GFLOP/s, with an SI prefix: 459 TFLOP/s. */
+export function flopRate(gflops) {
+  if (typeof gflops !== 'number' || !Number.isFinite(gflops)) return '';
+  const units = [[1e6, 'PFLOP/s'], [1e3, 'TFLOP/s'], [1, 'GFLOP/s'], [1e-3, 'MFLOP/s']];
+  for (const [scale, unit] of units) {
+    if (Math.abs(gflops) >= scale) return `${num(gflops / scale)} ${unit}`;
+  }
+  return gflops === 0 ? '0 FLOP/s' : `${num(gflops * 1e9)} FLOP/s`;
+}
+
+/** Bytes/s given in GB/s (SI), with an SI prefix: 2.77 TB/s. */
+export function byteRate(gbps) {
+  if (typeof gbps !== 'number' || !Number.isFinite(gbps)) return '';
+  if (Math.abs(gbps) >= 1e3) return `${num(gbps / 1e3)} TB/s`;
+  if (Math.abs(gbps) >= 1 || gbps === 0) return `${num(gbps)} GB/s`;
+  return `${num(gbps * 1e3)} MB/s`;
+}
+
+/** GiB/s (the unit of the records) to GB/s (the unit of the chart and of the device peaks). */
+export function gibToGb(gibps) {
+  return typeof gibps === 'number' ? gibps * GIB_PER_GB : 0;
+}
+
+const HTML_ESCAPES = {'&': '&#38;', '<': '&#60;', '>': '&#62;', '"': '&#34;', "'": '&#39;'};
+
+/**
+ * Escapes text for Plotly, which renders a subset of HTML in hover text, legend names and
+ * annotations. Numeric entities only: Plotly decodes those back to the characters, as text.
+ */
+export function escapeHtml(text) {
+  return String(text ?? '').replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+}
+
+/**
+ * One CSV cell: always quoted; text that a spreadsheet would run as a formula
+ * (= + - @ at the start) gets a leading apostrophe.
+ */
+export function csvCell(value) {
+  if (typeof value === 'number') return Number.isFinite(value) ? `"${value}"` : '""';
+  let text = String(value ?? '');
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return `"${text.replace(/"/g, '""')}"`;
+}
+
+/** A file-name-safe version of a run / host / step label. */
+export function safeFileName(text) {
+  return String(text).replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '') || 'roofline';
+}

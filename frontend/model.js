@@ -1,0 +1,163 @@
+// Pure data shaping: records of a selection, op rows joined with `ops[]`, program points,
+// roofs and ceilings, filters. No DOM, no Plotly.
+
+import {gibToGb} from './format.js';
+import {guidance} from './guidance.js';
+
+export function opKey(moduleId, name) {
+  return `${moduleId ?? ''}\u0000${name ?? ''}`;
+}
+
+const RECORD_TYPE = {total: 'ALL', average: 'AVERAGE_STEP'};
+
+/** The Program record and the op records (rank > 0) of one selection with the include flag. */
+export function selectionRecords(data, step, include) {
+  const wantedType = RECORD_TYPE[step] || 'PER_STEP';
+  const records = ((data.database || {}).roofline_model_record || []).filter(
+    (r) =>
+      Boolean(r.include_infeed_outfeed) === include &&
+      (r.record_type || 'ALL') === wantedType &&
+      (wantedType !== 'PER_STEP' || String(r.step_num ?? 0) === String(step)),
+  );
+  const program = records.find((r) => r.hlo_name === 'Program' && Number(r.rank || 0) === 0) || null;
+  const ops = records.filter((r) => Number(r.rank || 0) > 0);
+  return {program, ops};
+}
+
+/** True when a record can be placed on log–log axes. */
+export function plottable(record) {
+  return (record.measured_flop_rate || 0) > 0 && (record.bottleneck_operational_intensity || 0) > 0;
+}
+
+/** One table/chart row per op record, joined with the json's `ops[]` by module id + name. */
+export function opRows(records, details, device) {
+  const byKey = new Map((details || []).map((d) => [opKey(d.hlo_module_id, d.hlo_name), d]));
+  return records.map((r) => {
+    const key = opKey(r.hlo_module_id, r.hlo_name);
+    const d = byKey.get(key) || {};
+    const time = r.total_time_in_us || 0;
+    const efficiency = r.roofline_efficiency || 0;
+    const row = {
+      key,
+      name: r.hlo_name || '',
+      category: r.hlo_category || '',
+      program: String(r.hlo_module_id ?? ''),
+      rank: Number(r.rank || 0),
+      occurrences: Number(r.occurrences || 0),
+      timeUs: time,
+      selfTimeUs: r.total_self_time_in_us || 0,
+      share: r.total_self_time_as_fraction || 0,
+      flopRate: r.measured_flop_rate || 0,
+      hbmGbps: gibToGb(r.hbm_bw || 0),
+      memoryGbps: gibToGb(r.measured_memory_bw || 0),
+      intensity: r.bottleneck_operational_intensity || 0,
+      boundBy: r.bound_by || 'Unknown',
+      efficiency,
+      computeEfficiency: r.flop_rate_relative_to_hw_limit || 0,
+      memoryEfficiency: r.memory_bw_relative_to_hw_limit || 0,
+      dtype: d.dtype || '',
+      dtypePeak: d.dtype_peak_gflops || (device && device.peak_flop_rate_gflops) || 0,
+      dtypeComputeEfficiency: d.dtype_compute_efficiency ?? 0,
+      dtypeEfficiency: d.dtype_roofline_efficiency ?? efficiency,
+      wastedUs: d.wasted_time_us ?? time * Math.max(1 - Math.min(efficiency, 1), 0),
+      wastedRank: d.wasted_time_rank ?? 0,
+      aboveRoof: d.above_roof ?? efficiency > 1.05,
+      plottable: plottable(r),
+      record: r,
+    };
+    row.guidance = guidance(row);
+    return row;
+  });
+}
+
+/** Program points of the whole-profile json: Total, Average step, each step. */
+export function programPoints(totalData, include) {
+  const points = [];
+  for (const r of (totalData.database || {}).roofline_model_record || []) {
+    if (r.hlo_name !== 'Program' || Number(r.rank || 0) !== 0) continue;
+    if (Boolean(r.include_infeed_outfeed) !== include) continue;
+    const type = r.record_type || 'ALL';
+    if (type === 'ALL') points.push({label: 'Total', step: 'total', record: r});
+    else if (type === 'AVERAGE_STEP') points.push({label: 'Average step', step: 'average', record: r});
+    else points.push({label: `Step ${r.step_num ?? 0}`, step: String(r.step_num ?? 0), record: r});
+  }
+  const order = (p) => (p.step === 'total' ? -2 : p.step === 'average' ? -1 : Number(p.step));
+  return points.sort((a, b) => order(a) - order(b));
+}
+
+// Record field holding each memory's bandwidth (GiB/s); null: the profile has no byte counts.
+const MEMORY_FIELD = {
+  'HBM': 'hbm_bw',
+  'DRAM': 'hbm_bw',
+  'CMEM read': 'cmem_read_bw',
+  'CMEM write': 'cmem_write_bw',
+  'VMEM read': 'vmem_read_bw',
+  'VMEM write': 'vmem_write_bw',
+  'Shared memory / L1': null,
+};
+
+/**
+ * Roofs of a device, in GFLOP/s and GB/s (SI), so a roof y = x · GB/s meets the compute peak
+ * exactly at the ridge point peak / GB/s. `records` tell which memories have byte counts.
+ */
+export function roofModel(device, records = []) {
+  const peak = device.peak_flop_rate_gflops || 0;
+  const byValue = new Map();
+  for (const [dtype, gflops] of Object.entries(device.dtype_peak_gflops || {})) {
+    if (!(gflops > 0)) continue;
+    if (!byValue.has(gflops)) byValue.set(gflops, []);
+    byValue.get(gflops).push(dtype);
+  }
+  if (peak > 0 && !byValue.has(peak)) byValue.set(peak, []);
+  const ceilings = [...byValue.entries()]
+    .map(([gflops, dtypes]) => ({gflops, dtypes, main: gflops === peak}))
+    .sort((a, b) => b.gflops - a.gflops);
+  const memories = (device.memories || [])
+    .filter((m) => m.peak_gbps > 0)
+    .map((m) => {
+      const field = Object.prototype.hasOwnProperty.call(MEMORY_FIELD, m.name) ? MEMORY_FIELD[m.name] : undefined;
+      const counted = field === undefined ? true : field !== null && records.some((r) => (r[field] || 0) > 0);
+      return {name: m.name, gbps: m.peak_gbps, ridge: m.ridge_point || (peak > 0 ? peak / m.peak_gbps : 0), noBytes: !counted};
+    });
+  return {peak, ceilings, memories};
+}
+
+/** The ceiling label: "bf16 / fp8 peak" or "Peak compute". */
+export function ceilingLabel(ceiling) {
+  return ceiling.dtypes.length ? `${ceiling.dtypes.join(' / ')} peak` : 'Peak compute';
+}
+
+/** Distinct values of a row field, most time first. */
+export function distinct(rows, field) {
+  const time = new Map();
+  for (const row of rows) time.set(row[field], (time.get(row[field]) || 0) + row.selfTimeUs);
+  return [...time.entries()].sort((a, b) => b[1] - a[1]).map(([value]) => value);
+}
+
+/**
+ * Applies the filters. Returns {rows, error}: an invalid regular expression is a message
+ * (the name filter is then ignored), never an exception.
+ */
+export function applyFilters(rows, filters) {
+  let error = '';
+  let pattern = null;
+  if (filters.regex) {
+    try {
+      pattern = new RegExp(filters.regex, 'i');
+    } catch (err) {
+      error = `The op-name filter is not a valid regular expression: ${err.message}`;
+    }
+  }
+  const minShare = Number(filters.minShare) || 0;
+  let kept = rows.filter(
+    (row) =>
+      (!filters.category || row.category === filters.category) &&
+      (!filters.boundBy || row.boundBy === filters.boundBy) &&
+      (!filters.program || row.program === filters.program) &&
+      (!pattern || pattern.test(row.name)) &&
+      100 * row.share >= minShare,
+  );
+  const topN = Math.floor(Number(filters.topN) || 0);
+  if (topN > 0) kept = [...kept].sort((a, b) => b.selfTimeUs - a.selfTimeUs).slice(0, topN);
+  return {rows: kept, error};
+}

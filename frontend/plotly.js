@@ -1,0 +1,24 @@
+// Loads the Plotly bundle the plugin serves (static/plotly.min.js, a UMD script that sets
+// window.Plotly) once, with a <script src> element: allowed by TensorBoard's CSP
+// (script-src 'self'), unlike an inline script or a CDN.
+
+let loading = null;
+
+export function loadPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (loading) return loading;
+  loading = new Promise((resolve, reject) => {
+    const script = document.createElement('script');
+    script.src = './static/plotly.min.js';
+    script.async = true;
+    script.addEventListener('load', () =>
+      window.Plotly ? resolve(window.Plotly) : reject(new Error('plotly.min.js did not define Plotly')),
+    );
+    script.addEventListener('error', () => {
+      loading = null;
+      reject(new Error('the chart library (static/plotly.min.js) could not be loaded'));
+    });
+    document.head.append(script);
+  });
+  return loading;
+}

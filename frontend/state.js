@@ -1,0 +1,62 @@
+// The tab's selection (run, host, tool, step, include flag, compare sides, filters), with
+// the last selection remembered in localStorage so a reload shows the same view.
+
+const STORAGE_KEY = 'tb-roofline.selection';
+
+export const DEFAULT_FILTERS = Object.freeze({
+  category: '',
+  boundBy: '',
+  regex: '',
+  program: '',
+  minShare: 0, // percent of the selection's time
+  topN: 0, // 0: all
+});
+
+export const state = {
+  runs: [],
+  hosts: [],
+  steps: {has_step_markers: false, steps: []},
+  run: '',
+  host: '',
+  tool: 'model', // 'model' | 'compare'
+  step: 'total', // 'total' | 'average' | step number as a string
+  include: true, // include infeed/outfeed ops
+  compare: {a: {run: '', host: '', step: 'total'}, b: {run: '', host: '', step: 'total'}},
+  filters: {...DEFAULT_FILTERS},
+};
+
+/** The remembered selection, or {} (storage may be disabled). */
+export function restore() {
+  try {
+    const saved = JSON.parse(window.localStorage.getItem(STORAGE_KEY) || '{}');
+    return saved && typeof saved === 'object' ? saved : {};
+  } catch (err) {
+    return {};
+  }
+}
+
+export function remember() {
+  const {run, host, tool, step, include, compare} = state;
+  try {
+    window.localStorage.setItem(STORAGE_KEY, JSON.stringify({run, host, tool, step, include, compare}));
+  } catch (err) {
+    // Storage is optional.
+  }
+}
+
+/** The step choices of the Step select: Total, Average (when there are complete steps), each step. */
+export function stepOptions(steps) {
+  const list = (steps && steps.steps) || [];
+  const options = [['total', 'Total (whole profile)']];
+  if (list.some((s) => s.complete)) options.push(['average', 'Average step']);
+  for (const s of list) {
+    options.push([String(s.step_num), `Step ${s.step_num}${s.complete ? '' : ' (incomplete)'}`]);
+  }
+  return options;
+}
+
+/** A label for a selection: "run · host · step 3". */
+export function selectionLabel(run, host, step) {
+  const stepText = step === 'total' ? 'total' : step === 'average' ? 'average step' : `step ${step}`;
+  return `${run} · ${host} · ${stepText}`;
+}

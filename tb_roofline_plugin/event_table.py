@@ -1,0 +1,282 @@
+"""The events of one line as numpy columns, decoded without a Python object per event.
+
+Lines of planes read through ``XPlaneLite`` (see ``proto/xplane_lite.proto``) hold each
+event as raw bytes. When every stat of a line is varint-valued (ids, int64/uint64,
+refs), an event is nothing but varints: tags, values and the lengths of its stats, so
+all of a line's events are decoded at once with array operations. Lines with double or
+string stats (and planes decoded as full ``XPlane`` messages) take the per-event path,
+which gives the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .protos import xplane_pb2
+
+# Stat value kinds.
+INT, DOUBLE, REF, STR, BYTES = 1, 2, 3, 4, 5
+_STAT_KIND = {
+    "int64_value": INT,
+    "uint64_value": INT,
+    "double_value": DOUBLE,
+    "ref_value": REF,
+    "str_value": STR,
+    "bytes_value": BYTES,
+}
+_VARINT_KIND = {3: INT, 4: INT, 7: REF}  # XStat field numbers of varint values
+CHUNK_BYTES = 4 << 20  # events decoded per batch, to keep temporary arrays small
+_EMPTY_I64 = np.zeros(0, np.int64)
+
+
+@dataclass
+class EventTable:
+    """Events (times in ps on the line's base) and their stats as flat columns."""
+
+    metadata_id: np.ndarray
+    begin_ps: np.ndarray
+    duration_ps: np.ndarray
+    occurrences: np.ndarray
+    stat_event: np.ndarray  # event index of each stat
+    stat_id: np.ndarray  # stat metadata id
+    stat_kind: np.ndarray  # INT, DOUBLE, REF, STR or BYTES
+    stat_int: np.ndarray  # int64 bits (INT, REF: the referenced stat metadata id)
+    stat_float: np.ndarray  # DOUBLE values
+    stat_objects: list  # STR/BYTES values, indexed by stat_int
+
+    def __len__(self) -> int:
+        return len(self.metadata_id)
+
+    @property
+    def end_ps(self) -> np.ndarray:
+        return self.begin_ps + self.duration_ps
+
+    def _rows(self, stat_id: int | None) -> np.ndarray:
+        if stat_id is None:
+            return _EMPTY_I64
+        return np.flatnonzero(self.stat_id == stat_id)
+
+    def integers(self, stat_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """(present, int64 bits) per event of an integer stat (uint64 ids keep their bits)."""
+        present = np.zeros(len(self), bool)
+        values = np.zeros(len(self), np.int64)
+        rows = self._rows(stat_id)
+        rows = rows[self.stat_kind[rows] == INT]
+        present[self.stat_event[rows]] = True
+        values[self.stat_event[rows]] = self.stat_int[rows]
+        return present, values
+
+    def numbers(self, stat_id: int | None) -> np.ndarray:
+        """float64 per event of a numeric stat (int or double); NaN where absent."""
+        values = np.full(len(self), np.nan)
+        rows = self._rows(stat_id)
+        ints = rows[self.stat_kind[rows] == INT]
+        values[self.stat_event[ints]] = self.stat_int[ints]
+        doubles = rows[self.stat_kind[rows] == DOUBLE]
+        values[self.stat_event[doubles]] = self.stat_float[doubles]
+        return values
+
+    def strings(self, stat_id: int | None, names: dict[int, str]) -> np.ndarray:
+        """object per event of a string stat (ref values resolved through ``names``); None."""
+        values = np.full(len(self), None, object)
+        rows = self._rows(stat_id)
+        refs = rows[self.stat_kind[rows] == REF]
+        if len(refs):
+            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            resolved = np.array([names.get(int(i), "") for i in ids], object)
+            values[self.stat_event[refs]] = resolved[inverse]
+        for row in rows[self.stat_kind[rows] == STR].tolist():
+            values[self.stat_event[row]] = self.stat_objects[self.stat_int[row]]
+        return values
+
+
+class _NotVarints(Exception):
+    """The bytes hold a double, a string or a malformed field: use the per-event path."""
+
+
+def _decode_varints(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All varints of ``buf`` (which must be nothing but varints): (values, start offsets).
+
+    One pass per byte position within a varint: most varints are one or two bytes long,
+    so the later passes touch few elements.
+    """
+    if len(buf) == 0:
+        return np.zeros(0, np.uint64), _EMPTY_I64
+    last = np.flatnonzero(buf < 0x80)
+    if len(last) == 0 or last[-1] != len(buf) - 1:
+        raise _NotVarints("unterminated varint")
+    starts = np.empty_like(last)
+    starts[0] = 0
+    starts[1:] = last[:-1] + 1
+    sizes = last - starts + 1
+    if sizes.max() > 10:
+        raise _NotVarints("varint longer than 10 bytes")
+    values = (buf[starts] & 0x7F).astype(np.uint64)
+    longer = np.flatnonzero(sizes > 1)
+    for j in range(1, int(sizes.max())):
+        longer = longer[sizes[longer] > j]
+        byte = (buf[starts[longer] + j] & 0x7F).astype(np.uint64)
+        values[longer] |= byte << np.uint64(7 * j)
+    return values, starts
+
+
+def _decode_chunk(events: list[bytes]) -> tuple:
+    """Decodes events whose fields and stats are all varints, or raises _NotVarints."""
+    lengths = np.fromiter(map(len, events), np.int64, len(events))
+    buf = np.frombuffer(b"".join(events), np.uint8)
+    values, positions = _decode_varints(buf)
+    if len(values) % 2:
+        raise _NotVarints("odd number of varints")
+    tags, vals = values[0::2], values[1::2]
+    tag_pos = positions[0::2]
+    wire = (tags & np.uint64(7)).astype(np.int64)
+    field = (tags >> np.uint64(3)).astype(np.int64)
+    if np.any((wire != 0) & (wire != 2)):
+        raise _NotVarints("a fixed-width field (double stat)")
+    # A LEN field's content is the pairs up to the byte where it ends: they are one deeper.
+    is_len = wire == 2
+    content_end = positions[1::2][is_len] + np.diff(np.append(positions, len(buf)))[1::2][is_len]
+    content_end = content_end + vals[is_len].astype(np.int64)
+    first = np.flatnonzero(is_len) + 1
+    last = np.searchsorted(tag_pos, content_end)
+    aligned = np.append(tag_pos, len(buf))[last] == content_end
+    if not aligned.all():
+        raise _NotVarints("a length does not end on a field")
+    steps = np.bincount(first, minlength=len(tags) + 1)[: len(tags) + 1]
+    steps = steps - np.bincount(last, minlength=len(tags) + 1)[: len(tags) + 1]
+    depth = np.cumsum(steps[:-1])
+    if np.any(depth > 1) or np.any(is_len & (depth != 0)) or np.any(is_len & (field != 4)):
+        raise _NotVarints("a string or nested stat value")
+    event_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    first_varint = np.searchsorted(positions, event_start)
+    if np.any(positions[np.minimum(first_varint, len(positions) - 1)] != event_start) or np.any(
+        first_varint % 2
+    ):
+        raise _NotVarints("an event does not start on a field")
+    counts = np.diff(np.append(first_varint, len(positions))) // 2
+    event_of = np.repeat(np.arange(len(events)), counts)
+    n = len(events)
+    top = depth == 0
+    columns = {}
+    for number in (1, 2, 3, 5):
+        col = np.zeros(n, np.int64)
+        rows = top & (field == number)
+        col[event_of[rows]] = vals[rows].astype(np.int64)
+        columns[number] = col
+    header = top & is_len  # one per stat
+    stat_index = np.cumsum(header) - 1
+    inner = depth == 1
+    count = int(header.sum())
+    stat_event = event_of[header]
+    stat_id = np.zeros(count, np.int64)
+    rows = inner & (field == 1)
+    stat_id[stat_index[rows]] = vals[rows].astype(np.int64)
+    stat_kind = np.zeros(count, np.int8)
+    stat_int = np.zeros(count, np.int64)
+    for number, kind in _VARINT_KIND.items():
+        rows = inner & (field == number)
+        stat_kind[stat_index[rows]] = kind
+        stat_int[stat_index[rows]] = vals[rows].astype(np.int64)
+    return columns, stat_event, stat_id, stat_kind, stat_int
+
+
+def _chunks(events) -> list[list[bytes]]:
+    """The events in batches of about CHUNK_BYTES (no Python loop over the events)."""
+    events = list(events)
+    ends = np.cumsum(np.fromiter(map(len, events), np.int64, len(events)))
+    if len(ends) == 0:
+        return []
+    cuts = np.searchsorted(ends, np.arange(CHUNK_BYTES, ends[-1], CHUNK_BYTES), side="right")
+    bounds = [0, *np.unique(cuts).tolist(), len(events)]
+    return [events[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def _fast_table(line) -> EventTable:
+    parts, stats, offset = [], [], 0
+    for chunk in _chunks(line.events):
+        columns, stat_event, stat_id, stat_kind, stat_int = _decode_chunk(chunk)
+        parts.append(columns)
+        stats.append((stat_event + offset, stat_id, stat_kind, stat_int))
+        offset += len(chunk)
+    if not parts:
+        return _table([], [], [], [], (_EMPTY_I64,) * 4, [], line.timestamp_ns)
+    cat = [np.concatenate([p[k] for p in parts]) for k in (1, 2, 3, 5)]
+    stat_cols = tuple(np.concatenate([s[i] for s in stats]) for i in range(4))
+    return _table(*cat, stat_cols, [], line.timestamp_ns)
+
+
+def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns):
+    occurrences = np.asarray(occurrences, np.int64)
+    stat_event, stat_id, stat_kind, stat_int = stat_cols
+    return EventTable(
+        metadata_id=np.asarray(metadata_id, np.int64),
+        begin_ps=np.asarray(offset, np.int64) + timestamp_ns * 1000,
+        duration_ps=np.asarray(duration, np.int64),
+        occurrences=np.where(occurrences > 0, occurrences, 1),
+        stat_event=np.asarray(stat_event, np.int64),
+        stat_id=np.asarray(stat_id, np.int64),
+        stat_kind=np.asarray(stat_kind, np.int8),
+        stat_int=np.asarray(stat_int, np.int64),
+        stat_float=np.zeros(len(stat_event)),
+        stat_objects=objects,
+    )
+
+
+def _slow_table(events, timestamp_ns: int) -> EventTable:
+    """The same table from XEvent messages, one at a time (any stat kind)."""
+    mids, offsets, durations, occurrences = [], [], [], []
+    stat_event, stat_id, stat_kind, stat_int, stat_float, objects = [], [], [], [], [], []
+    for i, event in enumerate(events):
+        mids.append(event.metadata_id)
+        offsets.append(event.offset_ps)
+        durations.append(event.duration_ps)
+        occurrences.append(event.num_occurrences)
+        for stat in event.stats:
+            which = stat.WhichOneof("value")
+            kind = _STAT_KIND.get(which, 0)
+            stat_event.append(i)
+            stat_id.append(stat.metadata_id)
+            stat_kind.append(kind)
+            value = getattr(stat, which) if which else 0
+            if kind == DOUBLE:
+                stat_int.append(0)
+                stat_float.append(value)
+                continue
+            if kind in (STR, BYTES):
+                stat_int.append(len(objects))
+                objects.append(value)
+            else:
+                stat_int.append(value if value < (1 << 63) else value - (1 << 64))
+            stat_float.append(0.0)
+    table = _table(
+        mids,
+        offsets,
+        durations,
+        occurrences,
+        (stat_event, stat_id, stat_kind, stat_int),
+        objects,
+        timestamp_ns,
+    )
+    table.stat_float = np.asarray(stat_float, np.float64)
+    return table
+
+
+def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
+    """The events of ``line`` (an XLineLite or an XLine) as columns.
+
+    For an XLineLite whose events hold doubles or strings, ``full_line`` (the same line
+    decoded as an XLine) is read event by event; without it the raw event bytes are
+    decoded one by one.
+    """
+    events = line.events
+    if len(events) and isinstance(events[0], (bytes, bytearray, memoryview)):
+        try:
+            return _fast_table(line)
+        except _NotVarints:
+            if full_line is not None:
+                return _slow_table(full_line.events, line.timestamp_ns)
+            decoded = [xplane_pb2.XEvent.FromString(e) for e in events]
+            return _slow_table(decoded, line.timestamp_ns)
+    return _slow_table(events, line.timestamp_ns)
