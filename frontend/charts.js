@@ -197,11 +197,14 @@ const CONFIG = {
  */
 export async function plot(Plotly, node, figure, handlers = {}, filename = 'roofline') {
   const config = {...CONFIG, toImageButtonOptions: {filename, scale: 2}};
-  await Plotly.react(node, figure.data, figure.layout, config);
+  const drawn = Plotly.react(node, figure.data, figure.layout, config);
+  // Plotly has set up node.on synchronously; plotly_afterplot comes just before `drawn`
+  // resolves, so listeners attached here see the first one.
   const wired = node.rooflineHandlers || {};
   for (const event of Object.keys(handlers)) {
     if (!wired[event]) node.on(event, (...args) => node.rooflineHandlers[event](...args));
   }
   node.rooflineHandlers = {...wired, ...handlers};
+  await drawn;
   return node;
 }

@@ -37,7 +37,7 @@ function append(node, children) {
 
 /**
  * A labelled <select>. options: values or [value, text] pairs. Returns the wrapping label;
- * its `control` property is the select element.
+ * (label.control is the select, as for every label).
  */
 export function selectField(label, options, value, onChange, attrs = {}) {
   const control = el('select', attrs);
@@ -49,7 +49,6 @@ export function selectField(label, options, value, onChange, attrs = {}) {
   }
   control.addEventListener('change', () => onChange(control.value));
   const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
-  field.control = control;
   return field;
 }
 
@@ -58,7 +57,6 @@ export function inputField(label, attrs, onInput, event = 'input') {
   const control = el('input', attrs);
   control.addEventListener(event, () => onInput(control));
   const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
-  field.control = control;
   return field;
 }
 
@@ -68,7 +66,6 @@ export function checkboxField(label, checked, onChange, attrs = {}) {
   control.checked = Boolean(checked);
   control.addEventListener('change', () => onChange(control.checked));
   const field = el('label', {class: 'check'}, control, el('span', {text: label}));
-  field.control = control;
   return field;
 }
 

@@ -1631,14 +1631,14 @@ def write_profile(path: str | os.PathLike, xspace: xplane_pb2.XSpace) -> Path:
 
 
 _DEMO_RUN_DIR = "2026_01_01_00_00_00"  # a date-like profile run name, as the profiler makes
-# The default runs plus a GPU training run: `write_demo_logdir(logdir, runs=DEMO_RUNS)`.
+# The demo's runs: TPU training (two hosts, steps), TPU inference, GPU training (steps).
 DEMO_RUNS = ("train_v5p", "inference_v6e", "train_gpu")
 
 
 def write_demo_logdir(
     logdir: str | os.PathLike,
     *,
-    runs: tuple[str, ...] = ("train_v5p", "inference_v6e"),
+    runs: tuple[str, ...] = DEMO_RUNS,
     hosts: tuple[str, ...] = ("host0", "host1"),
 ) -> list[Path]:
     """Writes a small logdir with the layouts TensorBoard users have; returns the files.

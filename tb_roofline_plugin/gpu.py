@@ -3,21 +3,22 @@
 Kernels on a plane's stream lines carry ``hlo_op`` and ``program_id``; the last ``::``
 part of ``hlo_op`` names the instruction in that program's HLO module, whose cost comes
 from ``hlo_cost``. As in XProf, every kernel is one occurrence, all kernels count in
-the device time, and kernels without an HLO op are not op rows; unlike XProf, an op's
-cost is counted once per execution (a run of consecutive kernels of the same op on
-one stream whose kernel names do not repeat), not once per kernel, and kernels without an
-HLO op are reported.
+the device time, and kernels without an HLO op are not op rows. Unlike XProf, an op's
+cost is counted once per execution, not once per kernel: on one stream, consecutive
+kernels of the same op are one execution until the execution's first kernel comes
+again (kernels A B A B are two executions, A A two). Kernels without an HLO op are
+reported. Everything per kernel is array arithmetic; Python touches only distinct ops.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
 from .event_table import line_table
-from .hlo_cost import ModuleCosts
+from .hlo_cost import InstructionCost, ModuleCosts
 from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, with_idle
 from .op_stats import OpStats, StepInfo
@@ -33,176 +34,233 @@ GPU_STEPS_INFO = (
 )
 
 
+def factorize(values: np.ndarray) -> tuple[np.ndarray, list]:
+    """(code per element, distinct values in first-seen order) of an object array."""
+    seen: dict = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int64, len(values))
+    return codes, list(seen)
+
+
 @dataclass
 class Kernels:
-    """All kernel events of one GPU plane, in time order per line."""
+    """Every event of the GPU planes (kernels, memcpys) as columns, absolute times in ps."""
 
     begin_ps: np.ndarray
     end_ps: np.ndarray
-    line: np.ndarray
-    name: list[str]  # kernel (event metadata) name
-    hlo_op: list[str | None]
+    plane: np.ndarray  # index of the GPU plane
+    line: np.ndarray  # a global line number (unique across planes)
+    kernel: np.ndarray  # code of the kernel name in `kernel_names`
+    kernel_names: list[str]
+    hlo_op: np.ndarray  # object: str or None
+    tf_op: np.ndarray  # object: str or None
+    program_id: np.ndarray  # uint64 (0 when absent)
+    correlation_id: np.ndarray  # uint64
+    has_correlation: np.ndarray  # bool
+    event_flops: np.ndarray  # float64, 0 when absent
+    event_bytes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.begin_ps)
+
+
+def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
+    parts: dict[str, list] = {}
+    line_number = 0
+    for p, plane in enumerate(planes):
+        ids = stat_ids(plane, KERNEL_STATS)
+        names = stat_names(plane)
+        for line in plane.lines:
+            table = line_table(line)
+            n = len(table)
+            line_number += 1
+            if n == 0:
+                continue
+            metadata = plane.event_metadata
+            meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
+            meta_names = np.array(
+                [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()], object
+            )
+            has_program, program = table.integers(ids.get("program_id"))
+            has_corr, corr = table.integers(ids.get("correlation_id"))
+            columns = {
+                "begin_ps": table.begin_ps,
+                "end_ps": table.end_ps,
+                "plane": np.full(n, p, np.int64),
+                "line": np.full(n, line_number, np.int64),
+                "kernel_name": meta_names[inverse],
+                "hlo_op": table.strings(ids.get("hlo_op"), names),
+                "tf_op": table.strings(ids.get("tf_op"), names),
+                "program_id": np.where(has_program, program, 0).astype(np.uint64),
+                "correlation_id": corr.astype(np.uint64),
+                "has_correlation": has_corr,
+                "event_flops": np.nan_to_num(table.numbers(ids.get("flops"))),
+                "event_bytes": np.nan_to_num(table.numbers(ids.get("bytes_accessed"))),
+            }
+            for key, value in columns.items():
+                parts.setdefault(key, []).append(value)
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        objects = np.zeros(0, object)
+        return Kernels(empty, empty, empty, empty, empty, [], objects, objects,
+                       empty.astype(np.uint64), empty.astype(np.uint64), empty.astype(bool),
+                       empty.astype(float), empty.astype(float))  # fmt: skip
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    kernel, kernel_names = factorize(cat.pop("kernel_name"))
+    return Kernels(kernel=kernel, kernel_names=kernel_names, **cat)
+
+
+@dataclass
+class OpTable:
+    """The distinct ops the kernels map to, with their cost per execution."""
+
     program_id: list[int]
-    tf_op: list[str | None]
-    correlation_id: list[int | None]
-    flops: list[float | None]
-    bytes_accessed: list[float | None]
+    name: list[str]
+    category: list[str]
+    cost: list[InstructionCost | None]
+    source: list[tuple[str, int, str]]
 
-    @property
-    def span_ps(self) -> int:
-        return int(self.end_ps.max() - self.begin_ps.min()) if len(self.begin_ps) else 0
-
-
-def read_kernels(plane: xplane_pb2.XPlane) -> Kernels:
-    """Every event of every line of the plane (kernels, memcpys), with absolute times."""
-    ids = stat_ids(plane, KERNEL_STATS)
-    names = stat_names(plane)
-    columns: dict[str, list] = {k: [] for k in ("begin", "end", "line", "name", *KERNEL_STATS)}
-    for index, line in enumerate(plane.lines):
-        table = line_table(line)
-        metadata, inverse = np.unique(table.metadata_id, return_inverse=True)
-        meta_names = np.array(
-            [
-                plane.event_metadata[m].name if m in plane.event_metadata else ""
-                for m in metadata.tolist()
-            ],
-            object,
-        )
-        columns["begin"].append(table.begin_ps)
-        columns["end"].append(table.end_ps)
-        columns["line"].append(np.full(len(table), index, np.int64))
-        columns["name"].extend(meta_names[inverse].tolist() if len(table) else [])
-        for key in ("hlo_op", "tf_op"):
-            values = table.strings(ids.get(key), names)
-            columns[key].extend(v if v else None for v in values.tolist())
-        for key in ("program_id", "correlation_id"):
-            present, values = table.integers(ids.get(key))
-            as_u64 = values.astype(np.uint64).tolist()
-            columns[key].extend(v if p else None for v, p in zip(as_u64, present.tolist()))
-        for key in ("flops", "bytes_accessed"):
-            values = table.numbers(ids.get(key))
-            columns[key].extend(None if np.isnan(v) else v for v in values.tolist())
-    empty = np.zeros(0, np.int64)
-    return Kernels(
-        begin_ps=np.concatenate(columns["begin"]) if columns["begin"] else empty,
-        end_ps=np.concatenate(columns["end"]) if columns["end"] else empty,
-        line=np.concatenate(columns["line"]) if columns["line"] else empty,
-        name=columns["name"],
-        hlo_op=columns["hlo_op"],
-        program_id=[v or 0 for v in columns["program_id"]],
-        tf_op=columns["tf_op"],
-        correlation_id=columns["correlation_id"],
-        flops=columns["flops"],
-        bytes_accessed=columns["bytes_accessed"],
-    )
+    def __len__(self) -> int:
+        return len(self.name)
 
 
-@dataclass
-class _OpRow:
-    program_id: int
-    name: str
-    category: str
-    kernels: int = 0
-    executions: int = 0
-    time_ps: int = 0
-    event_flops: float = 0.0
-    event_bytes: float = 0.0
-    source: tuple[str, int, str] = ("", -1, "")
-    cost: object = None
-
-
-@dataclass
-class GpuOps:
-    """Ops (by program and instruction) and kernels without an HLO op, of some kernels."""
-
-    rows: dict[tuple[int, str], _OpRow] = field(default_factory=dict)
-    unattributed: dict[str, _OpRow] = field(default_factory=dict)
-
-
-def _op_of(kernels: Kernels, i: int, modules: dict[int, ModuleCosts]):
-    """(program, instruction name, module) of kernel i; None when it is no XLA/framework op."""
-    hlo_op = kernels.hlo_op[i]
-    if hlo_op is not None:
-        name = hlo_op.rsplit("::", 1)[-1]
-        module = modules.get(kernels.program_id[i])
-        if module is None or module.cost(name) is None:
-            return None
-        return kernels.program_id[i], name, module
-    if kernels.tf_op[i] is not None and not kernels.tf_op[i].startswith("XlaModule:"):
-        return 0, f"{kernels.tf_op[i]}/{kernels.name[i]}", None
-    return None
-
-
-def collect_ops(kernels: Kernels, modules: dict[int, ModuleCosts], take: np.ndarray) -> GpuOps:
-    """Sums the kernels selected by ``take`` per op (and per kernel name without an op)."""
-    ops = GpuOps()
-    # Per line: the op of the last kernel and the kernel names of its current execution. A
-    # new execution starts with another op or when a kernel name repeats: an op launched as
-    # kernels [A, B] three times in a row is A B A B A B, i.e. three executions.
-    previous: dict[int, tuple[tuple[int, str] | None, set[str]]] = {}
-    order = np.lexsort((kernels.begin_ps, kernels.line))
-    for i in order[take[order]].tolist():
-        found = _op_of(kernels, i, modules)
-        duration = int(kernels.end_ps[i] - kernels.begin_ps[i])
-        line = int(kernels.line[i])
-        if found is None:
-            name = kernels.name[i] or "(unnamed kernel)"
-            row = ops.unattributed.setdefault(name, _OpRow(0, name, NO_HLO_CATEGORY))
-            row.kernels += 1
-            row.executions += 1
-            row.time_ps += duration
-            previous[line] = (None, set())
+def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.ndarray, OpTable]:
+    """The op index of every kernel (-1: no HLO op found, not an XLA/framework op)."""
+    # Distinct (program, hlo_op, tf_op, kernel) combinations first; Python sees only those.
+    hlo_codes, hlo_values = factorize(kernels.hlo_op)
+    tf_codes, tf_values = factorize(kernels.tf_op)
+    prog_values, prog_codes = np.unique(kernels.program_id, return_inverse=True)
+    combo = np.stack([prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel], axis=1)
+    combos, inverse = np.unique(combo, axis=0, return_inverse=True)
+    table = OpTable([], [], [], [], [])
+    keys: dict[tuple[int, str], int] = {}
+    combo_op = np.full(len(combos), -1, np.int64)
+    for c, (pc, hc, tc, kc) in enumerate(combos.tolist()):
+        program, hlo_op, tf_op = int(prog_values[pc]), hlo_values[hc], tf_values[tc]
+        if hlo_op:
+            name = hlo_op.rsplit("::", 1)[-1]
+            module = modules.get(program)
+            cost = module.cost(name) if module is not None else None
+            if cost is None:
+                continue  # XProf drops kernels whose instruction is not found
+            row = (program, name, module.category(name), cost, module.source(name))
+        elif tf_op and not tf_op.startswith("XlaModule:"):
+            name = f"{tf_op}/{kernels.kernel_names[kc]}"
+            program, row = 0, (0, name, "framework op", None, ("", -1, ""))
+        else:
             continue
-        program, name, module = found
-        key = (program, name)
-        row = ops.rows.get(key)
-        if row is None:
-            if module is None:
-                row = _OpRow(program, name, "framework op")
-            else:
-                row = _OpRow(program, name, module.category(name), source=module.source(name))
-                row.cost = module.cost(name)
-            ops.rows[key] = row
-        row.kernels += 1
-        row.time_ps += duration
-        last_key, seen = previous.get(line, (None, set()))
-        if last_key != key or kernels.name[i] in seen:
-            row.executions += 1
-            seen = set()
-        seen.add(kernels.name[i])
-        previous[line] = (key, seen)
-        row.event_flops += kernels.flops[i] or 0.0
-        row.event_bytes += kernels.bytes_accessed[i] or 0.0
-    return ops
+        index = keys.get((program, name))
+        if index is None:
+            index = keys[(program, name)] = len(table)
+            for field, value in zip(("program_id", "name", "category", "cost", "source"), row):
+                getattr(table, field).append(value)
+        combo_op[c] = index
+    return combo_op[inverse.ravel()], table
 
 
-def ops_db(rows: list[_OpRow], total_time_ps: int) -> OpMetricsDb:
-    """Op metrics of the rows: per-execution cost × executions; kernels as occurrences."""
-    cols = empty_columns(len(rows))
-    for i, row in enumerate(rows):
-        cols["program_id"][i] = row.program_id
-        cols["name"][i] = row.name
-        cols["category"][i] = row.category
-        cols["occurrences"][i] = row.kernels
-        cols["time_ps"][i] = cols["self_time_ps"][i] = row.time_ps
-        cols["normalized_time_ps"][i] = row.time_ps
-        cost = row.cost
-        flops = cost.flops * row.executions if cost is not None else 0.0
-        total_bytes = cost.bytes_accessed * row.executions if cost is not None else 0.0
-        written = cost.bytes_written * row.executions if cost is not None else 0.0
-        if flops <= 0 and row.event_flops > 0:  # XProf's fallback: stats on the events
-            flops = row.event_flops
-        if total_bytes <= 0 and row.event_bytes > 0:
-            total_bytes, written = row.event_bytes, 0.0
-        cols["flops"][i] = cols["model_flops"][i] = flops
-        cols["bytes_accessed"][i] = total_bytes
-        read = max(total_bytes - written, 0.0)
-        cols["breakdown"][i, HBM, READ] = read
-        cols["breakdown"][i, HBM, WRITE] = max(written, 0.0)
-        cols["has_breakdown"][i] = read > 0 or written > 0
-        cols["source_file"][i], cols["source_line"][i], cols["source_stack"][i] = row.source
-        cols["dtype"][i] = cost.dtype if cost is not None else ""
-    return OpMetricsDb(**cols, total_time_ps=int(total_time_ps))
+def _execution_starts(kernels: Kernels, op: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """In ``order`` (by line, then time): does each kernel start an execution of its op?"""
+    o, line, kernel = op[order], kernels.line[order], kernels.kernel[order]
+    change = np.ones(len(o), bool)
+    change[1:] = (o[1:] != o[:-1]) | (line[1:] != line[:-1])
+    run_first = np.maximum.accumulate(np.where(change, np.arange(len(o)), 0))
+    return change | (kernel == kernel[run_first])
+
+
+def aggregate(
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+    group: np.ndarray,
+    totals: np.ndarray,
+) -> list[OpMetricsDb]:
+    """One db per group (step, or a single group for the whole profile) of the kernels.
+
+    ``group`` is each kernel's group (-1: in none); ``totals`` the device time per group.
+    """
+    count, n = len(totals), len(table)
+    order = np.lexsort((kernels.begin_ps, kernels.line))
+    starts = np.zeros(len(op), bool)
+    starts[order] = _execution_starts(kernels, op, order)
+    use = (op >= 0) & (group >= 0)
+    cell = group[use] * n + op[use]
+
+    def binned(weights) -> np.ndarray:
+        return np.bincount(cell, weights=weights, minlength=count * n).reshape(count, n)
+
+    kernels_n = binned(None)
+    executions = binned(starts[use].astype(np.float64))
+    time_ps = binned((kernels.end_ps - kernels.begin_ps)[use])
+    event_flops = binned(kernels.event_flops[use])
+    event_bytes = binned(kernels.event_bytes[use])
+    per_exec = np.array(
+        [
+            (c.flops, c.bytes_accessed, c.bytes_written) if c is not None else (0.0, 0.0, 0.0)
+            for c in table.cost
+        ],
+        np.float64,
+    ).reshape(n, 3)
+    static = empty_columns(n)
+    static["program_id"][:] = np.asarray(table.program_id, np.uint64)
+    static["name"][:] = table.name
+    static["category"][:] = table.category
+    for i, (file_name, line, stack) in enumerate(table.source):
+        static["source_file"][i], static["source_line"][i], static["source_stack"][i] = (
+            file_name,
+            line,
+            stack,
+        )
+    static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
+    dbs = []
+    for g in range(count):
+        cols = dict(static)
+        cols["occurrences"] = kernels_n[g].astype(np.int64)
+        cols["time_ps"] = time_ps[g].astype(np.int64)
+        cols["self_time_ps"] = cols["time_ps"]
+        cols["normalized_time_ps"] = time_ps[g]
+        flops = per_exec[:, 0] * executions[g]
+        total_bytes = per_exec[:, 1] * executions[g]
+        written = per_exec[:, 2] * executions[g]
+        # XProf's fallback when the cost model has nothing: stats on the kernel events.
+        flops = np.where(flops <= 0, event_flops[g], flops)
+        from_events = (total_bytes <= 0) & (event_bytes[g] > 0)
+        total_bytes = np.where(from_events, event_bytes[g], total_bytes)
+        written = np.where(from_events, 0.0, np.maximum(written, 0.0))
+        read = np.maximum(total_bytes - written, 0.0)
+        cols["flops"] = cols["model_flops"] = flops
+        cols["bytes_accessed"] = total_bytes
+        breakdown = np.zeros((n, 3, 2))
+        breakdown[:, HBM, READ] = read
+        breakdown[:, HBM, WRITE] = written
+        cols["breakdown"] = breakdown
+        cols["has_breakdown"] = (read > 0) | (written > 0)
+        db = OpMetricsDb(**cols, total_time_ps=int(totals[g]))
+        dbs.append(db.take(np.flatnonzero(kernels_n[g] > 0)))
+    return dbs
+
+
+def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetricsDb | None:
+    """Kernels without an HLO op, by kernel name (ours: XProf leaves them out)."""
+    rows = op < 0
+    if not rows.any():
+        return None
+    codes, names = factorize(kernels.kernel[rows])
+    count = np.bincount(codes)
+    time_ps = np.bincount(codes, weights=(kernels.end_ps - kernels.begin_ps)[rows])
+    cols = empty_columns(len(names))
+    cols["name"][:] = [kernels.kernel_names[k] or "(unnamed kernel)" for k in names]
+    cols["category"][:] = NO_HLO_CATEGORY
+    cols["occurrences"] = count.astype(np.int64)
+    cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
+    return OpMetricsDb(**cols, total_time_ps=total_ps)
+
+
+def _spans(kernels: Kernels, planes: int) -> np.ndarray:
+    """Last end - first start per GPU plane (0 for planes without events)."""
+    first = np.full(planes, np.iinfo(np.int64).max)
+    last = np.full(planes, np.iinfo(np.int64).min)
+    np.minimum.at(first, kernels.plane, kernels.begin_ps)
+    np.maximum.at(last, kernels.plane, kernels.end_ps)
+    return np.where(last >= first, last - first, 0)
 
 
 def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -> OpStats:
@@ -211,32 +269,31 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
-    all_kernels = [read_kernels(p) for p in planes]
-    used = [k for k in all_kernels if len(k.begin_ps)]
-    total = sum(k.span_ps for k in used)
-    op_rows: dict[tuple[int, str], _OpRow] = {}
-    unattributed: dict[str, _OpRow] = {}
-    for kernels in used:
-        ops = collect_ops(kernels, modules, np.ones(len(kernels.begin_ps), bool))
-        _merge(op_rows, ops.rows)
-        _merge(unattributed, ops.unattributed)
+    kernels = read_kernels(planes)
+    op, table = assign_ops(kernels, modules)
+    spans = _spans(kernels, len(planes))
+    total = int(spans.sum())
+    (all_db,) = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]))
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
             hardware_type="GPU",
             device_type=device_type,
             device_core_count=len(planes),
-            active_core_count=len(used),
+            active_core_count=int((spans > 0).sum()),
         ),
         perf_env=perf_env,
-        all_db=with_idle(ops_db(list(op_rows.values()), total)),
-        unattributed=ops_db(list(unattributed.values()), total) if unattributed else None,
+        all_db=with_idle(all_db),
+        unattributed=unattributed_db(kernels, op, total),
     )
-    stats.notes.extend(cost_notes(op_rows.values()))
+    unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
+    stats.notes.extend(
+        f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
+    )
     markers = host_markers(profile.plane(HOST_PLANE))
     if markers.steps:
         stats.has_step_markers = True
-        stats.steps, unclaimed = gpu_steps(used, modules, markers)
+        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes))
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         if unclaimed[0]:
             stats.notes.append(
@@ -247,66 +304,49 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
 
 
 def gpu_steps(
-    used: list[Kernels], modules: dict[int, ModuleCosts], markers: HostMarkers
+    kernels: Kernels, op: np.ndarray, table: OpTable, markers: HostMarkers, planes: int
 ) -> tuple[list[StepInfo], tuple[int, int]]:
     """Steps from host step roots: a kernel belongs to the step its launch is in.
 
     A step's time on a GPU runs from the earlier of the step's start and its first kernel
-    to the later of the step's end and its last kernel; a step with a launch whose kernel
-    never ran (the profile stopped) is incomplete. Returns the steps and the (count, ps)
-    of kernels no step claims.
+    to the later of the step's end and its last kernel, summed over the GPUs that ran
+    kernels in it; a step with a launch whose kernel never ran (the profile stopped) is
+    incomplete. Returns the steps and the (count, ps) of kernels no step claims.
     """
     starts = np.array([b for _, b, _ in markers.steps], np.int64)
     ends = np.array([e for _, _, e in markers.steps], np.int64)
-    kernel_ids = set()
-    assigned = []
-    unclaimed_count = unclaimed_ps = 0
-    for kernels in used:
-        launch = np.array(
-            [markers.launch_ps.get(c, -1) if c is not None else -1 for c in kernels.correlation_id],
-            np.int64,
-        )
-        index = np.searchsorted(starts, launch, side="right") - 1
-        claimed = (launch >= 0) & (index >= 0)
-        claimed[claimed] &= launch[claimed] < ends[index[claimed]]
-        index[~claimed] = -1
-        assigned.append(index)
-        kernel_ids.update(c for c in kernels.correlation_id if c is not None)
-        unclaimed_count += int((~claimed).sum())
-        unclaimed_ps += int((kernels.end_ps - kernels.begin_ps)[~claimed].sum())
-    launches = np.array(sorted(markers.launch_ps.items()), np.int64).reshape(-1, 2)
-    steps = []
-    for s, (num, begin, end) in enumerate(markers.steps):
-        rows: dict[tuple[int, str], _OpRow] = {}
-        total = 0
-        for kernels, index in zip(used, assigned):
-            take = index == s
-            if not take.any():
-                continue
-            _merge(rows, collect_ops(kernels, modules, take).rows)
-            first = min(begin, int(kernels.begin_ps[take].min()))
-            total += max(end, int(kernels.end_ps[take].max())) - first
-        inside = launches[(launches[:, 1] >= begin) & (launches[:, 1] < end), 0]
-        complete = all(int(c) in kernel_ids for c in inside)
-        db = with_idle(ops_db(list(rows.values()), total))
-        steps.append(StepInfo(num, complete, db, duration_ps=end - begin))
-    return steps, (unclaimed_count, unclaimed_ps)
-
-
-def _merge(into: dict, rows: dict) -> None:
-    for key, row in rows.items():
-        mine = into.get(key)
-        if mine is None:
-            into[key] = row
-            continue
-        mine.kernels += row.kernels
-        mine.executions += row.executions
-        mine.time_ps += row.time_ps
-        mine.event_flops += row.event_flops
-        mine.event_bytes += row.event_bytes
-
-
-def cost_notes(rows) -> list[str]:
-    """One note per custom-call target whose cost is unknown (0 FLOPs; bytes from shapes)."""
-    targets = sorted({row.cost.note for row in rows if row.cost is not None and row.cost.unknown})
-    return [f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in targets]
+    ids = np.fromiter(markers.launch_ps.keys(), np.uint64, len(markers.launch_ps))
+    times = np.fromiter(markers.launch_ps.values(), np.int64, len(markers.launch_ps))
+    sort = np.argsort(ids)
+    ids, times = ids[sort], times[sort]
+    slot = np.minimum(np.searchsorted(ids, kernels.correlation_id), max(len(ids) - 1, 0))
+    launched = kernels.has_correlation & (len(ids) > 0)
+    launched &= ids[slot] == kernels.correlation_id if len(ids) else False
+    launch = np.where(launched, times[slot] if len(ids) else 0, -1)
+    step = np.searchsorted(starts, launch, side="right") - 1
+    claimed = launched & (step >= 0)
+    claimed[claimed] &= launch[claimed] < ends[step[claimed]]
+    step = np.where(claimed, step, -1)
+    count = len(starts)
+    # Device time per (step, GPU).
+    cell = step[claimed] * planes + kernels.plane[claimed]
+    first = np.full(count * planes, np.iinfo(np.int64).max)
+    last = np.full(count * planes, np.iinfo(np.int64).min)
+    np.minimum.at(first, cell, kernels.begin_ps[claimed])
+    np.maximum.at(last, cell, kernels.end_ps[claimed])
+    used = last >= first
+    first = np.minimum(first, np.repeat(starts, planes))
+    last = np.maximum(last, np.repeat(ends, planes))
+    totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
+    dbs = aggregate(kernels, op, table, step, totals)
+    # A launch inside a step whose kernel is not in the profile makes the step incomplete.
+    ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
+    launch_step = np.searchsorted(starts, times, side="right") - 1
+    inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
+    missing = np.bincount(launch_step[inside & ~ran], minlength=count)
+    steps = [
+        StepInfo(num, missing[s] == 0, with_idle(db), duration_ps=int(ends[s] - starts[s]))
+        for s, ((num, _, _), db) in enumerate(zip(markers.steps, dbs))
+    ]
+    unclaimed = ~claimed
+    return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))

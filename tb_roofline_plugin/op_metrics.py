@@ -151,27 +151,48 @@ def with_idle(db: OpMetricsDb) -> OpMetricsDb:
     return replace(db, **cols)
 
 
+def _containers(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For events sorted by (begin, -duration): is each one inside an earlier event?
+
+    An earlier-starting event that ends no sooner contains it; a partial overlap does not.
+    """
+    contained = np.zeros(len(begin), bool)
+    if len(begin) > 1:
+        prev_max_end = np.maximum.accumulate(end)[:-1]
+        contained[1:] = prev_max_end >= end[1:]
+    return contained
+
+
 def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
     """Self time of each event: its duration minus that of its directly nested children.
 
-    Events nest by time containment on one line; a partial overlap is not nesting.
+    Events nest by time containment on one line; a partial overlap is not nesting. Solved
+    level by level with array operations: the outermost events, then those directly
+    inside them, and so on (a handful of levels: while loops, their bodies, ...).
     """
     n = len(begin_ps)
     duration = end_ps - begin_ps
     if n == 0:
         return duration
     order = np.lexsort((-duration, begin_ps))
-    begins = begin_ps[order].tolist()
-    ends = end_ps[order].tolist()
-    stack: list[int] = []  # positions in `order` of the open ancestors
-    parent = np.full(n, -1, np.int64)
-    for k in range(n):
-        b, e = begins[k], ends[k]
-        while stack and (ends[stack[-1]] <= b or ends[stack[-1]] < e):
-            stack.pop()
-        if stack:
-            parent[k] = stack[-1]
-        stack.append(k)
+    b, e = begin_ps[order], end_ps[order]
+    parent = np.full(n, -1, np.int64)  # positions in `order`
+    outer = np.arange(n)  # events whose parent is among `outer` or none
+    candidates = outer
+    while len(candidates):
+        inside = _containers(b[candidates], e[candidates])
+        level, nested = candidates[~inside], candidates[inside]
+        if len(nested) == 0:
+            break
+        # The parent of a nested event is the last event of this level starting before it.
+        slot = np.searchsorted(b[level], b[nested], side="right") - 1
+        ties = True
+        while ties:  # an equal-begin, shorter event of this level cannot be the parent
+            bad = (slot >= 0) & (e[level[np.maximum(slot, 0)]] < e[nested])
+            ties = bool(bad.any())
+            slot[bad] -= 1
+        parent[nested] = np.where(slot >= 0, level[np.maximum(slot, 0)], -1)
+        candidates = nested
     nested = parent >= 0
     child_time = np.zeros(n, np.int64)
     np.add.at(child_time, order[parent[nested]], duration[order[nested]])

@@ -236,34 +236,64 @@ def _bound_by(
 # --- the Program record and the op records ----------------------------------------------------
 
 
+def _category_mask(categories: np.ndarray, test) -> np.ndarray:
+    """``test(category)`` for every row, evaluated once per distinct category."""
+    if len(categories) == 0:
+        return np.zeros(0, bool)
+    unique, inverse = np.unique(categories.astype(str), return_inverse=True)
+    return np.array([test(c) for c in unique.tolist()], bool)[inverse]
+
+
 def program_db(dbs: list[OpMetricsDb], include_infeed_outfeed: bool) -> OpMetricsDb:
     """XProf's synthetic Program op of each db, one row per db.
 
     Sums all ops but inner-op containers (call, while, ...), over the db's device time;
-    without infeed/outfeed their ops and time are taken out.
+    without infeed/outfeed their ops and time are taken out. All dbs at once: their rows
+    are concatenated and summed per db.
     """
-    cols = empty_columns(len(dbs))
+    n = len(dbs)
+    cols = empty_columns(n)
     cols["name"][:] = "Program"
     cols["category"][:] = "Program"
     cols["occurrences"][:] = 1
-    for i, db in enumerate(dbs):
-        categories = db.category.tolist()
-        skip = np.array([c in INNER_OP_CATEGORIES for c in categories], bool)
-        io_time = 0
-        if not include_infeed_outfeed:
-            io = np.array([is_infeed_or_outfeed(c) for c in categories], bool)
-            io_time = int(db.time_ps[io & ~skip].sum())
-            skip |= io
-        keep = ~skip
-        cols["time_ps"][i] = int(db.total_time_ps) - io_time
-        cols["flops"][i] = db.flops[keep].sum()
-        cols["bytes_accessed"][i] = db.bytes_accessed[keep].sum()
-        model = db.model_flops[keep]
-        cols["model_flops"][i] = np.where(model > 0, model, db.flops[keep]).sum()
-        cols["breakdown"][i] = db.breakdown[keep].sum(axis=0)
-        cols["has_breakdown"][i] = bool(db.has_breakdown[keep].any())
+    segment = np.repeat(np.arange(n), [len(db) for db in dbs])
+    rows = combine_rows(dbs)
+    skip = _category_mask(rows["category"], lambda c: c in INNER_OP_CATEGORIES)
+    io = _category_mask(rows["category"], is_infeed_or_outfeed)
+    totals = np.array([db.total_time_ps for db in dbs], np.int64)
+    if include_infeed_outfeed:
+        io_time = np.zeros(n, np.int64)
+    else:
+        io_time = np.bincount(segment, weights=rows["time_ps"] * (io & ~skip), minlength=n)
+        io_time = io_time.astype(np.int64)
+        skip = skip | io
+    keep = ~skip
+
+    def summed(values: np.ndarray) -> np.ndarray:
+        return np.bincount(segment, weights=values * keep, minlength=n)
+
+    cols["time_ps"] = totals - io_time
+    cols["flops"] = summed(rows["flops"])
+    cols["bytes_accessed"] = summed(rows["bytes_accessed"])
+    model = rows["model_flops"]
+    cols["model_flops"] = summed(np.where(model > 0, model, rows["flops"]))
+    for space in range(3):
+        for kind in range(2):
+            cols["breakdown"][:, space, kind] = summed(rows["breakdown"][:, space, kind])
+    cols["has_breakdown"] = (
+        np.bincount(segment, weights=rows["has_breakdown"] & keep, minlength=n) > 0
+    )
     cols["normalized_time_ps"] = cols["time_ps"].astype(np.float64)
     return OpMetricsDb(**cols)
+
+
+def combine_rows(dbs: list[OpMetricsDb]) -> dict[str, np.ndarray]:
+    """The rows of several dbs stacked (no merging), for per-db sums."""
+    keys = ("category", "time_ps", "flops", "bytes_accessed", "model_flops", "breakdown")
+    keys += ("has_breakdown",)
+    if not dbs:
+        return {k: v for k, v in empty_columns(0).items() if k in keys}
+    return {k: np.concatenate([getattr(db, k) for db in dbs]) for k in keys}
 
 
 def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:

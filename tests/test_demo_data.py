@@ -300,6 +300,8 @@ def test_demo_logdir_layout(tmp_path):
     assert relative == [
         f"inference_v6e/plugins/profile/{run}/host0.xplane.pb",
         f"plugins/profile/{run}/host0.xplane.pb",
+        f"train_gpu/plugins/profile/{run}/host0.xplane.pb",
+        f"train_gpu/plugins/profile/{run}/host1.xplane.pb",
         f"train_v5p/plugins/profile/{run}/host0.xplane.pb",
         f"train_v5p/plugins/profile/{run}/host1.xplane.pb",
     ]

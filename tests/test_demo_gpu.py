@@ -20,7 +20,7 @@ from tb_roofline_plugin.demo_data import (
     write_demo_logdir,
     write_profile,
 )
-from tb_roofline_plugin.gpu import collect_ops, read_kernels
+from tb_roofline_plugin.gpu import aggregate, assign_ops, read_kernels
 from tb_roofline_plugin.hlo_cost import shape_bytes
 from tb_roofline_plugin.hlo_modules import program_modules
 from tb_roofline_plugin.profile_reader import read_profile
@@ -163,9 +163,8 @@ def test_planes_hostnames_and_capability_stats(default_space, amd_path):
         for plane in space.planes:  # metadata maps are keyed by their ids
             for mapping in (plane.event_metadata, plane.stat_metadata):
                 assert all(key == value.id for key, value in mapping.items())
-    env = _stats(
-        _plane(default_space, "Task Environment"), _plane(default_space, "Task Environment").stats
-    )
+    task = _plane(default_space, "Task Environment")
+    env = _stats(task, task.stats)
     start, stop = env["profile_start_time"], env["profile_stop_time"]
     assert start[0] == stop[0] == "uint64_value" and 0 < stop[1] - start[1] < 10**9
 
@@ -327,16 +326,33 @@ def test_gemm_costs_are_2mnk(default_path, default_space):
         )
 
 
-def test_one_op_runs_as_two_kernels_per_execution(default_path, default_space):
-    modules, _ = program_modules(read_profile(default_path))
-    for plane in _gpu_planes(default_space):
-        kernels = read_kernels(plane)
-        rows = collect_ops(kernels, modules, np.ones(len(kernels.name), bool)).rows
-        multi = {key: row for key, row in rows.items() if row.kernels != row.executions}
-        assert list(multi) == [(TRAIN, "input_reduce_fusion")]
-        row = multi[(TRAIN, "input_reduce_fusion")]
-        assert row.executions == 4 and row.kernels == 8  # one execution per step
-        names = {n for n, op in zip(kernels.name, kernels.hlo_op) if op == "input_reduce_fusion"}
+def test_one_op_runs_as_two_kernels_per_execution(default_path):
+    profile = read_profile(default_path)
+    modules, _ = program_modules(profile)
+    for plane in [p for p in profile.planes if p.name.startswith("/device:GPU:")]:
+        kernels = read_kernels([plane])
+        op, table = assign_ops(kernels, modules)
+        (db,) = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([1]))
+        per_exec = {
+            name: modules[pid].cost(name).flops for pid, name in zip(db.program_id, db.name)
+        }
+        executions = {
+            name: round(flops / per_exec[name]) if per_exec[name] else None
+            for name, flops in zip(db.name, db.flops)
+        }
+        multi = [
+            (int(pid), name)
+            for pid, name, occ in zip(db.program_id, db.name, db.occurrences)
+            if executions[name] is not None and occ != executions[name]
+        ]
+        assert multi == [(TRAIN, "input_reduce_fusion")]
+        row = list(db.name).index("input_reduce_fusion")
+        assert db.occurrences[row] == 8 and executions["input_reduce_fusion"] == 4
+        names = {
+            kernels.kernel_names[k]
+            for k, o in zip(kernels.kernel, kernels.hlo_op)
+            if o == "input_reduce_fusion"
+        }
         assert names == {"input_reduce_fusion", "input_reduce_fusion_1"}
 
 

@@ -1,0 +1,175 @@
+// The controller: loads runs, hosts and steps, keeps the selection, and shows the tool.
+
+import {api} from './api.js';
+import {CompareView} from './compare.js';
+import {peaksSourceText} from './device.js';
+import {el, show, status} from './dom.js';
+import {ModelView} from './model_view.js';
+import {loadPlotly} from './plotly.js';
+import {renderSidebar} from './sidebar.js';
+import {remember, restore, state, stepOptions} from './state.js';
+
+const NO_RUNS =
+  'No profiles found in this logdir. Record one (jax.profiler.trace, tf.profiler, PyTorch/XLA); ' +
+  'the plugin reads <logdir>/**/plugins/profile/<run>/<host>.xplane.pb.';
+
+export class App {
+  constructor(root) {
+    this.sidebar = el('nav', {class: 'sidebar', 'aria-label': 'Roofline selection'});
+    this.modelNode = el('div', {id: 'model-view', class: 'view'});
+    this.compareNode = el('div', {id: 'compare-view', class: 'view', hidden: true});
+    this.main = el('main', {class: 'main', id: 'main'}, this.modelNode, this.compareNode);
+    show(root, this.sidebar, this.main);
+    this.model = new ModelView(this.modelNode, {onChooseStep: (step) => this.setStep(step)});
+    this.compare = new CompareView(this.compareNode);
+    this.sides = {a: {hosts: [], steps: null}, b: {hosts: [], steps: null}};
+    this.peaksText = '';
+  }
+
+  async start() {
+    loadPlotly().catch(() => {}); // in parallel with the first requests; errors show later
+    show(this.modelNode, status('loading', 'Looking for profiles…'));
+    try {
+      state.runs = await api.runs();
+    } catch (err) {
+      this.modelNode.dataset.state = 'error';
+      show(this.modelNode, status('error', `Could not list the profiles: ${err.message}`));
+      return;
+    }
+    if (!state.runs.length) {
+      this.renderSidebar();
+      this.modelNode.dataset.state = 'empty';
+      show(this.modelNode, status('empty', NO_RUNS));
+      return;
+    }
+    const saved = restore();
+    state.tool = saved.tool === 'compare' ? 'compare' : 'model';
+    state.include = saved.include !== false;
+    const run = state.runs.includes(saved.run) ? saved.run : state.runs[0];
+    if (saved.compare && saved.compare.a && saved.compare.b) state.compare = saved.compare;
+    await this.chooseRun(run, saved);
+  }
+
+  handlers() {
+    return {
+      tool: (tool) => {
+        state.tool = tool;
+        this.update();
+      },
+      run: (run) => this.chooseRun(run),
+      host: (host) => this.chooseHost(host),
+      step: (step) => this.setStep(step),
+      include: (include) => {
+        state.include = include;
+        this.update();
+      },
+      side: {
+        run: (side, run) => this.chooseSide(side, {run, host: '', step: 'total'}),
+        host: (side, host) => this.chooseSide(side, {...state.compare[side], host, step: 'total'}),
+        step: (side, step) => {
+          state.compare[side] = {...state.compare[side], step};
+          this.update();
+        },
+      },
+    };
+  }
+
+  /** Redraws the sidebar, keeping keyboard focus on the control that had it. */
+  renderSidebar() {
+    const focused = document.activeElement && this.sidebar.contains(document.activeElement) ? document.activeElement.id : '';
+    renderSidebar(this.sidebar, state, this.sides, this.handlers(), this.peaksText);
+    const again = focused && document.getElementById(focused);
+    if (again) again.focus();
+  }
+
+  async chooseRun(run, saved = {}) {
+    state.run = run;
+    try {
+      state.hosts = await api.hosts(run);
+    } catch (err) {
+      state.hosts = [];
+      this.renderSidebar();
+      this.modelNode.dataset.state = 'error';
+      show(this.modelNode, status('error', `Could not list the hosts of ${run}: ${err.message}`));
+      return;
+    }
+    const host = state.hosts.includes(saved.host) ? saved.host : state.hosts[0] || '';
+    await this.chooseHost(host, saved.step);
+  }
+
+  async chooseHost(host, savedStep) {
+    state.host = host;
+    try {
+      state.steps = await api.steps(state.run, host);
+    } catch (err) {
+      state.steps = {has_step_markers: false, steps: []};
+    }
+    const valid = stepOptions(state.steps).map(([value]) => value);
+    state.step = valid.includes(String(savedStep)) ? String(savedStep) : 'total';
+    await this.update();
+  }
+
+  setStep(step) {
+    state.step = String(step);
+    if (state.tool !== 'model') state.tool = 'model';
+    return this.update();
+  }
+
+  /** Fills in a compare side: its hosts and steps, keeping valid choices. */
+  async loadSide(side, choice) {
+    const run = state.runs.includes(choice.run) ? choice.run : state.run;
+    let hosts = [];
+    let steps = {has_step_markers: false, steps: []};
+    try {
+      hosts = await api.hosts(run);
+    } catch (err) {
+      hosts = [];
+    }
+    const host = hosts.includes(choice.host) ? choice.host : hosts[0] || '';
+    try {
+      if (host) steps = await api.steps(run, host);
+    } catch (err) {
+      // Shown by the compare view's error.
+    }
+    const valid = stepOptions(steps).map(([value]) => value);
+    this.sides[side] = {hosts, steps};
+    state.compare[side] = {run, host, step: valid.includes(String(choice.step)) ? String(choice.step) : 'total'};
+  }
+
+  async chooseSide(side, choice) {
+    await this.loadSide(side, choice);
+    await this.update();
+  }
+
+  /** Default compare: A is the current selection; B another host, else the average step. */
+  defaultCompare() {
+    const a = {run: state.run, host: state.host, step: state.step};
+    const otherHost = state.hosts.find((h) => h !== state.host && h !== 'ALL_HOSTS');
+    const hasAverage = stepOptions(state.steps).some(([v]) => v === 'average');
+    const b = otherHost ? {run: state.run, host: otherHost, step: state.step} : {run: state.run, host: state.host, step: hasAverage && state.step !== 'average' ? 'average' : 'total'};
+    return {a, b};
+  }
+
+  async update() {
+    remember();
+    const compare = state.tool === 'compare';
+    this.modelNode.hidden = compare;
+    this.compareNode.hidden = !compare;
+    if (compare) {
+      if (!state.compare.a.run || !state.compare.b.run) state.compare = this.defaultCompare();
+      await Promise.all([this.loadSide('a', state.compare.a), this.loadSide('b', state.compare.b)]);
+      remember();
+      this.renderSidebar();
+      await this.compare.show(state.compare.a, state.compare.b);
+      this.peaksText = '';
+      return;
+    }
+    this.renderSidebar();
+    await this.model.show({run: state.run, host: state.host, step: state.step, include: state.include});
+    const data = this.model.data;
+    const text = data && this.modelNode.dataset.state === 'ready' ? peaksSourceText((data.device || {}).peaks_source) : '';
+    this.peaksText = text;
+    const value = this.sidebar.querySelector('#peaks-source .value');
+    if (value) value.textContent = text || '—';
+  }
+}

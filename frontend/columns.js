@@ -1,0 +1,49 @@
+// Column definitions of the op table and the compare delta table: how each column sorts
+// (value), shows (text) and exports (csv, default: value).
+
+import {micros, num, pct, signed} from './format.js';
+
+const n = (key, label, value, text, extra = {}) => ({key, label, value, text, numeric: true, ...extra});
+const s = (key, label, value, extra = {}) => ({key, label, value, text: value, ...extra});
+
+export const OP_COLUMNS = [
+  n('rank', 'Rank', (r) => r.rank, (r) => String(r.rank), {title: 'Rank by self time (1 = most time)'}),
+  s('operation', 'Operation', (r) => r.name, {cellClass: 'name'}),
+  s('category', 'Category', (r) => r.category),
+  s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
+  n('self_time_us', 'Self time (µs)', (r) => r.selfTimeUs, (r) => micros(r.selfTimeUs)),
+  n('time_share', 'Share of time', (r) => r.share, (r) => pct(r.share), {csv: (r) => r.share, title: 'Self time as a share of the selection\'s time'}),
+  n('gflops', 'GFLOP/s', (r) => r.flopRate, (r) => num(r.flopRate)),
+  n('hbm_gbps', 'HBM GB/s', (r) => r.hbmGbps, (r) => num(r.hbmGbps), {title: 'HBM bandwidth in GB/s (10⁹ bytes/s)'}),
+  n('intensity', 'FLOP/byte', (r) => r.intensity, (r) => num(r.intensity), {title: 'Operational intensity against the bounding memory'}),
+  s('bound_by', 'Bound by', (r) => r.boundBy),
+  s('dtype', 'dtype', (r) => r.dtype || '—', {csv: (r) => r.dtype}),
+  n('efficiency', 'Roofline eff.', (r) => r.efficiency, (r) => pct(r.efficiency), {csv: (r) => r.efficiency, title: 'Share of the attainable roof reached (largest utilization)'}),
+  n('wasted_us', 'Wasted (µs)', (r) => r.wastedUs, (r) => micros(r.wastedUs), {title: 'Time × (1 − roofline efficiency): time a perfect op would not need'}),
+  n('wasted_rank', 'Wasted rank', (r) => r.wastedRank, (r) => (r.wastedRank ? String(r.wastedRank) : ''), {title: '1 = most wasted time'}),
+  s('guidance', 'Guidance', (r) => r.guidance, {wrap: true}),
+];
+
+const pair = (a, b, f) => `${f(a)} → ${f(b)}`;
+// Paired columns export as separate A, B (and Δ) columns: [key, label, value(row)].
+const both = (field, label, delta = true) => [
+  [`${field}_a`, `${label} A`, (r) => r[`${field}_a`] ?? ''],
+  [`${field}_b`, `${label} B`, (r) => r[`${field}_b`] ?? ''],
+  ...(delta ? [[`${field}_delta`, `Δ ${label}`, (r) => r[`${field}_delta`] ?? '']] : []),
+];
+
+export const COMPARE_COLUMNS = [
+  s('operation', 'Operation', (r) => r.operation, {cellClass: 'name'}),
+  s('category', 'Category', (r) => r.category),
+  s('program', 'Program', (r) => r.program, {cellClass: 'muted small'}),
+  s('only_in', 'Only in', (r) => r.only_in || '', {title: 'A or B when the op ran on one side only'}),
+  n('time_us_a', 'Time A (µs)', (r) => r.time_us_a, (r) => micros(r.time_us_a)),
+  n('time_us_b', 'Time B (µs)', (r) => r.time_us_b, (r) => micros(r.time_us_b)),
+  n('time_us_delta', 'Δ time (µs)', (r) => r.time_us_delta, (r) => signed(r.time_us_delta, micros), {title: 'B − A'}),
+  n('abs_delta', '|Δ time|', (r) => Math.abs(r.time_us_delta || 0), (r) => micros(Math.abs(r.time_us_delta || 0)), {title: 'Sorted by this by default'}),
+  n('time_us_delta_pct', 'Δ time %', (r) => r.time_us_delta_pct ?? 0, (r) => (r.only_in ? '' : `${signed(r.time_us_delta_pct, num)}%`)),
+  n('flop_rate', 'GFLOP/s A → B', (r) => r.flop_rate_delta || 0, (r) => pair(r.flop_rate_a, r.flop_rate_b, num), {exports: both('flop_rate', 'GFLOP/s')}),
+  n('efficiency', 'Efficiency A → B', (r) => r.efficiency_delta || 0, (r) => pair(r.efficiency_a, r.efficiency_b, pct), {exports: both('efficiency', 'Efficiency')}),
+  s('bound_by', 'Bound by A → B', (r) => pair(r.bound_by_a || '—', r.bound_by_b || '—', String), {exports: both('bound_by', 'Bound by', false)}),
+  n('wasted', 'Wasted A → B (µs)', (r) => (r.wasted_us_b || 0) - (r.wasted_us_a || 0), (r) => pair(r.wasted_us_a, r.wasted_us_b, micros), {exports: both('wasted_us', 'Wasted (µs)', false)}),
+];

@@ -1,0 +1,334 @@
+// The "Roofline Model" tool: device panel, filters, op-level chart, op table, program-level
+// chart with its steps. Clicking a dot selects its row; clicking a row rings its dot.
+
+import {api} from './api.js';
+import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
+import {OP_COLUMNS} from './columns.js';
+import {devicePanel} from './device.js';
+import {el, show, status} from './dom.js';
+import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
+import {filterBar} from './filters.js';
+import {byteRate, duration, flopRate, num, pct, gibToGb} from './format.js';
+import {applyFilters, distinct, opRows, programPoints, roofModel, selectionRecords} from './model.js';
+import {loadPlotly} from './plotly.js';
+import {selectionLabel, state} from './state.js';
+import {SortableTable} from './table.js';
+import {colors, onThemeChange} from './theme.js';
+import {markPaint} from './timing.js';
+
+export class ModelView {
+  /** container: the element to draw into; onChooseStep(step): the user picked a step. */
+  constructor(container, {onChooseStep}) {
+    this.container = container;
+    this.onChooseStep = onChooseStep;
+    this.token = 0;
+    this.selectedKey = '';
+    this.boxKeys = null;
+    onThemeChange(() => this.redraw());
+  }
+
+  async show(sel) {
+    const token = ++this.token;
+    this.sel = sel;
+    this.selectedKey = '';
+    this.boxKeys = null;
+    this.averageProgram = null;
+    const label = selectionLabel(sel.run, sel.host, sel.step);
+    this.container.dataset.state = 'loading';
+    show(this.container, status('loading', `Loading the roofline of ${label}… (the first load of a large profile can take a while)`));
+    let data;
+    let total;
+    let Plotly;
+    try {
+      [data, total, Plotly] = await Promise.all([
+        api.roofline(sel.run, sel.host, sel.step),
+        api.roofline(sel.run, sel.host, 'total'),
+        loadPlotly(),
+      ]);
+    } catch (err) {
+      if (token !== this.token) return;
+      this.container.dataset.state = 'error';
+      show(this.container, status('error', `Could not load ${label}: ${err.message}`));
+      return;
+    }
+    if (token !== this.token) return;
+    this.Plotly = Plotly;
+    this.data = data;
+    this.total = total;
+    const {program, ops} = selectionRecords(data, sel.step, sel.include);
+    this.program = program;
+    this.rows = opRows(ops, data.ops, data.device);
+    const allRecords = program ? [program, ...ops] : ops;
+    this.roofs = roofModel(data.device || {}, allRecords);
+    this.styles = categoryStyles(distinct(this.rows, 'category'));
+    const memoryNotes = new Map(this.roofs.memories.filter((m) => m.noBytes).map((m) => [m.name, 'no byte counts in profile']));
+    this.build(label, memoryNotes);
+    await this.draw(token);
+    if (token !== this.token) return;
+    this.container.dataset.state = 'ready';
+    this.container.dataset.view = JSON.stringify({tool: 'model', run: sel.run, host: sel.host, step: sel.step, include: sel.include});
+    this.addAverageIfMissing(token);
+  }
+
+  build(label, memoryNotes) {
+    const sel = this.sel;
+    const title = el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Model'}), el('p', {class: 'muted selection-label', text: label}));
+    const parts = [title, devicePanel(this.data, memoryNotes)];
+    if (!this.rows.length) {
+      parts.push(status('empty', this.program && this.program.total_time_in_us > 0
+        ? 'This selection has no device ops (with this infeed/outfeed setting).'
+        : 'This profile has no device ops: nothing ran on an accelerator while it was recorded. See the notes above.'));
+    } else {
+      this.filters = filterBar(this.rows, state.filters, (filters) => {
+        state.filters = filters;
+        this.selectedKey = '';
+        this.refresh();
+      });
+      this.opChart = el('div', {class: 'chart op-chart', id: 'op-chart', role: 'img', 'aria-label': 'Op-level roofline chart'});
+      this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
+      this.table = new SortableTable(OP_COLUMNS, {
+        label: 'Ops of the selection',
+        sort: {key: 'self_time_us', dir: 'desc'},
+        onSelect: (key) => this.selectOp(key, false),
+      });
+      this.tableInfo = el('span', {class: 'muted table-info'});
+      this.boxNote = el('div', {class: 'box-note'});
+      const name = `roofline_${sel.run}_${sel.host}_${sel.step}`;
+      const meta = () => ({selection: {run: sel.run, host: sel.host, step: sel.step, include_infeed_outfeed: sel.include}, filters: state.filters});
+      parts.push(
+        el('section', {class: 'panel', 'aria-label': 'Filters'}, this.filters.element),
+        el(
+          'section', {class: 'panel', 'aria-labelledby': 'op-chart-title'},
+          el('div', {class: 'section-head'},
+            el('h3', {id: 'op-chart-title', text: 'Ops on the roofline'}),
+            el('span', {class: 'muted', text: 'dot area ∝ self time · colour = category · ★ = Program · drag to zoom, shift-drag or the box tool to select'}),
+            exportButtons('Chart export', [
+              ['PNG', () => downloadChart(this.Plotly, this.opChart, 'png', name), 'Download the chart as PNG'],
+              ['SVG', () => downloadChart(this.Plotly, this.opChart, 'svg', name), 'Download the chart as SVG'],
+            ])),
+          this.chartNotes,
+          this.opChart,
+        ),
+        el(
+          'section', {class: 'panel', 'aria-labelledby': 'op-table-title'},
+          el('div', {class: 'section-head'},
+            el('h3', {id: 'op-table-title', text: 'Ops'}), this.tableInfo,
+            exportButtons('Table export', [
+              ['CSV', () => downloadCsv(this.table, name), 'Download the rows shown as CSV'],
+              ['JSON', () => downloadJson(this.table, name, meta()), 'Download the rows shown as JSON'],
+            ])),
+          this.boxNote,
+          this.table.element,
+        ),
+      );
+    }
+    this.programChart = el('div', {class: 'chart program-chart', id: 'program-chart', role: 'img', 'aria-label': 'Program-level roofline chart'});
+    this.programInfo = el('div', {class: 'notes'});
+    this.stepTable = el('div', {class: 'step-table'});
+    parts.push(
+      el(
+        'section', {class: 'panel', 'aria-labelledby': 'program-title'},
+        el('div', {class: 'section-head'},
+          el('h3', {id: 'program-title', text: 'Program: whole profile, average step and each step'}),
+          exportButtons('Program chart export', [
+            ['PNG', () => downloadChart(this.Plotly, this.programChart, 'png', `${name}_program`)],
+            ['SVG', () => downloadChart(this.Plotly, this.programChart, 'svg', `${name}_program`)],
+          ])),
+        this.programInfo,
+        el('div', {class: 'program-row'}, this.programChart, this.stepTable),
+      ),
+    );
+    show(this.container, parts);
+  }
+
+  filtered() {
+    const {rows, error} = applyFilters(this.rows, state.filters);
+    this.filters.setError(error);
+    return rows;
+  }
+
+  async draw(token) {
+    const tasks = [this.drawPrograms()];
+    if (this.rows.length) tasks.push(this.refresh(token));
+    await Promise.all(tasks);
+  }
+
+  /** Re-applies the filters to the chart, the notes and the table. */
+  async refresh(token = this.token) {
+    const rows = this.filtered();
+    this.shownRows = rows;
+    const tableRows = this.boxKeys ? rows.filter((row) => this.boxKeys.has(row.key)) : rows;
+    for (const row of tableRows) row.rowClass = row.aboveRoof ? 'above-roof' : row.plottable ? '' : 'not-plotted';
+    this.table.setRows(tableRows);
+    this.table.select(this.selectedKey);
+    this.tableInfo.textContent = `${tableRows.length} of ${this.rows.length} ops shown`;
+    this.updateNotes(rows);
+    this.updateBoxNote(tableRows.length);
+    await this.drawOps(token);
+  }
+
+  updateNotes(rows) {
+    const plotted = rows.filter((row) => row.plottable).length;
+    const unplaced = rows.length - plotted;
+    const above = rows.filter((row) => row.aboveRoof).length;
+    const notes = [el('p', {class: 'note', 'data-note': 'plotted', text: `${plotted} of ${rows.length} ops on the chart.`})];
+    if (unplaced) {
+      notes.push(el('p', {class: 'note', 'data-note': 'not-plotted', text:
+        `${unplaced} op${unplaced === 1 ? ' has' : 's have'} no FLOPs or no byte counts, so ${unplaced === 1 ? 'it cannot' : 'they cannot'} be placed on log axes: ` +
+        'listed in the table only (greyed).'}));
+    }
+    if (above) {
+      notes.push(el('p', {class: 'note warning', 'data-note': 'above-roof', text:
+        `${above} op${above === 1 ? ' is' : 's are'} above ${above === 1 ? 'its' : 'their'} roof by more than 5% (red outline): usually asynchronous copies ` +
+        'whose time is not their transfer time, a wrong peak, or an inexact cost model; not real speed.'}));
+    }
+    if (this.program) {
+      notes.push(el('p', {class: 'note', text:
+        `Program: ${duration(this.program.total_time_in_us || 0)} of device time, ${flopRate(this.program.measured_flop_rate || 0)}, ` +
+        `${num(this.program.bottleneck_operational_intensity || 0)} FLOP/byte, bound by ${this.program.bound_by || 'Unknown'} at ` +
+        `${pct(this.program.roofline_efficiency || 0)} of the roof.`}));
+    }
+    show(this.chartNotes, notes);
+  }
+
+  updateBoxNote(count) {
+    if (!this.boxKeys) {
+      show(this.boxNote);
+      return;
+    }
+    show(this.boxNote, el('p', {class: 'note'},
+      `Showing the ${count} op${count === 1 ? '' : 's'} selected on the chart. `,
+      el('button', {type: 'button', class: 'small', text: 'Show all', onclick: () => this.clearBox()})));
+  }
+
+  async drawOps(token = this.token) {
+    if (!this.opChart || token !== this.token) return;
+    const figure = opFigure({
+      rows: this.shownRows, program: this.program, roofs: this.roofs, styles: this.styles,
+      colors: colors(), selectedKey: this.selectedKey,
+    });
+    await plot(this.Plotly, this.opChart, figure, {
+      plotly_afterplot: () => markPaint('opChart'),
+      plotly_click: (event) => {
+        const point = event && event.points && event.points[0];
+        const meta = point && point.data && point.data.meta;
+        if (meta && meta.kind === 'ops') this.selectOp(point.customdata, true);
+      },
+      plotly_selected: (event) => {
+        if (!event || !event.points) return;
+        const keys = event.points.filter((p) => p.data.meta && p.data.meta.kind === 'ops').map((p) => p.customdata);
+        this.boxKeys = new Set(keys);
+        this.refreshTable();
+      },
+      plotly_deselect: () => this.clearBox(),
+    }, `roofline_${this.sel.run}_${this.sel.host}_${this.sel.step}`);
+  }
+
+  refreshTable() {
+    const rows = this.boxKeys ? this.shownRows.filter((row) => this.boxKeys.has(row.key)) : this.shownRows;
+    this.table.setRows(rows);
+    this.table.select(this.selectedKey);
+    this.tableInfo.textContent = `${rows.length} of ${this.rows.length} ops shown`;
+    this.updateBoxNote(rows.length);
+  }
+
+  clearBox() {
+    if (!this.boxKeys) return;
+    this.boxKeys = null;
+    this.refreshTable();
+  }
+
+  /** Selects an op: its row is marked (and scrolled to when fromChart), its dot ringed. */
+  selectOp(key, fromChart) {
+    this.selectedKey = key;
+    this.table.select(key, {scroll: fromChart});
+    const row = this.rows.find((r) => r.key === key);
+    const gd = this.opChart;
+    const index = gd && gd.data ? gd.data.findIndex((t) => t.meta && t.meta.kind === 'highlight') : -1;
+    if (index < 0) return;
+    const on = row && row.plottable;
+    this.Plotly.restyle(gd, {
+      x: [on ? [row.intensity] : []], y: [on ? [row.flopRate * 1e9] : []], meta: [{kind: 'highlight', key: on ? key : ''}],
+    }, [index]);
+  }
+
+  async drawPrograms() {
+    const steps = (this.total.steps || []);
+    const incomplete = new Set(steps.filter((s) => !s.complete).map((s) => String(s.step_num)));
+    let points = programPoints(this.total, this.sel.include);
+    if (this.averageProgram && !points.some((p) => p.step === 'average')) {
+      points = [points[0], {label: 'Average step', step: 'average', record: this.averageProgram}, ...points.slice(1)].filter(Boolean);
+    }
+    this.programPointsShown = points;
+    const unplaced = points.filter((p) => !(p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0));
+    const info = [];
+    if (!steps.length) {
+      info.push(el('p', {class: 'note', 'data-note': 'no-steps', text: 'No step markers in this profile: only the whole-profile point (Total) is shown.'}));
+    }
+    if (incomplete.size) {
+      info.push(el('p', {class: 'note', text: `Incomplete steps (cut by the profile window) are hollow and left out of the average: ${[...incomplete].join(', ')}.`}));
+    }
+    const hidden = unplaced.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
+    if (hidden.length) info.push(el('p', {class: 'note', text: `Not on the chart (no FLOPs or no bytes): ${hidden.map((p) => p.label).join(', ')}.`}));
+    show(this.programInfo, info);
+    this.renderStepTable(points, incomplete);
+    const roofs = roofModel(this.total.device || {}, points.map((p) => p.record));
+    await plot(this.Plotly, this.programChart, programFigure({
+      points, roofs, colors: colors(), selectedStep: this.sel.step, incomplete,
+    }), {
+      plotly_click: (event) => {
+        const point = event && event.points && event.points[0];
+        if (point && point.data.meta && point.data.meta.kind === 'program-points') this.onChooseStep(String(point.customdata));
+      },
+    }, `roofline_${this.sel.run}_${this.sel.host}_program`);
+  }
+
+  renderStepTable(points, incomplete) {
+    const head = ['Step', 'Time', 'Performance', 'FLOP/byte', 'HBM', 'Bound by', 'Efficiency'];
+    const body = points.map((p) => {
+      const r = p.record;
+      const chosen = p.step === this.sel.step;
+      const tr = el('tr', {tabindex: '0', class: chosen ? 'selected' : '', 'aria-selected': chosen ? 'true' : null, 'data-step': p.step, title: 'Show this step'},
+        el('th', {scope: 'row', text: p.label + (incomplete.has(p.step) ? ' (incomplete)' : '')}),
+        el('td', {class: 'num', text: duration(r.total_time_in_us || 0)}),
+        el('td', {class: 'num', text: flopRate(r.measured_flop_rate || 0)}),
+        el('td', {class: 'num', text: num(r.bottleneck_operational_intensity || 0)}),
+        el('td', {class: 'num', text: byteRate(gibToGb(r.hbm_bw || 0))}),
+        el('td', {text: r.bound_by || 'Unknown'}),
+        el('td', {class: 'num', text: pct(r.roofline_efficiency || 0)}));
+      const choose = () => this.onChooseStep(p.step);
+      tr.addEventListener('click', choose);
+      tr.addEventListener('keydown', (event) => {
+        if (event.key === 'Enter' || event.key === ' ') {
+          event.preventDefault();
+          choose();
+        }
+      });
+      return tr;
+    });
+    show(this.stepTable, el('table', {class: 'data-table compact'},
+      el('caption', {class: 'sr-only', text: 'Program per step; choose a row to show that step'}),
+      el('thead', {}, el('tr', {}, head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})))),
+      el('tbody', {}, body)));
+  }
+
+  /** GPU totals have no AVERAGE_STEP Program row: fetch the average selection's Program. */
+  async addAverageIfMissing(token) {
+    const steps = this.total.steps || [];
+    if (!steps.some((s) => s.complete) || programPoints(this.total, this.sel.include).some((p) => p.step === 'average')) return;
+    try {
+      const avg = await api.roofline(this.sel.run, this.sel.host, 'average');
+      if (token !== this.token) return;
+      this.averageProgram = selectionRecords(avg, 'average', this.sel.include).program;
+      if (this.averageProgram) await this.drawPrograms();
+    } catch (err) {
+      // The average point is optional.
+    }
+  }
+
+  redraw() {
+    if (!this.Plotly || this.container.dataset.state !== 'ready') return;
+    if (this.rows.length) this.drawOps();
+    this.drawPrograms();
+  }
+}

@@ -1,0 +1,64 @@
+// The sidebar: Tool, then Run / Host / Step / infeed-outfeed (Roofline Model) or the A and B
+// selections (Roofline Compare), and where the device peaks came from.
+
+import {checkboxField, el, selectField, show} from './dom.js';
+import {stepOptions} from './state.js';
+
+export const TOOLS = [
+  ['model', 'Roofline Model'],
+  ['compare', 'Roofline Compare'],
+];
+
+function hostOptions(hosts) {
+  return hosts.map((h) => [h, h === 'ALL_HOSTS' ? 'All hosts' : h]);
+}
+
+function stepNote(steps) {
+  if (steps && !steps.has_step_markers) return el('p', {class: 'hint', 'data-note': 'no-step-markers', text: 'No step markers in this profile: only the whole profile (Total) can be shown.'});
+  const cut = ((steps && steps.steps) || []).filter((s) => !s.complete).map((s) => s.step_num);
+  if (cut.length) return el('p', {class: 'hint', text: `Step ${cut.join(', ')} was cut by the profile window (incomplete) and is left out of the average.`});
+  return null;
+}
+
+/** One compare side: run, host, step selects in a fieldset. */
+function sideFields(side, label, choice, lists, on) {
+  const prefix = `${side}-`;
+  return el(
+    'fieldset', {class: `side-fields side-${side}`},
+    el('legend', {}, el('span', {class: `side ${side}`, text: side.toUpperCase()}), ` ${label}`),
+    selectField('Run', lists.runs, choice.run, (v) => on.run(side, v), {id: `${prefix}run`}),
+    selectField('Host', hostOptions(lists.hosts), choice.host, (v) => on.host(side, v), {id: `${prefix}host`}),
+    selectField('Step', stepOptions(lists.steps), choice.step, (v) => on.step(side, v), {id: `${prefix}step`}),
+  );
+}
+
+/**
+ * Draws the sidebar into `node`. s: the state; sides: {a, b} lists of hosts and steps per
+ * compare side; on: {tool, run, host, step, include, side: {run, host, step}} handlers.
+ */
+export function renderSidebar(node, s, sides, on, peaksText) {
+  const parts = [
+    el('h1', {class: 'brand', text: 'Roofline'}),
+    selectField('Tool', TOOLS, s.tool, on.tool, {id: 'tool-select'}),
+  ];
+  if (s.tool === 'compare') {
+    parts.push(
+      sideFields('a', 'baseline', s.compare.a, {runs: s.runs, ...sides.a}, on.side),
+      sideFields('b', 'compared with A', s.compare.b, {runs: s.runs, ...sides.b}, on.side),
+      el('p', {class: 'hint', text: 'Ops are matched by program and name; the time of "Total" is per step (divided by its complete steps).'}),
+    );
+  } else {
+    parts.push(
+      selectField('Run', s.runs, s.run, on.run, {id: 'run-select'}),
+      selectField('Host', hostOptions(s.hosts), s.host, on.host, {id: 'host-select'}),
+      selectField('Step', stepOptions(s.steps), s.step, on.step, {id: 'step-select'}),
+      stepNote(s.steps),
+      checkboxField('Include infeed / outfeed ops', s.include, on.include, {id: 'include-toggle'}),
+    );
+  }
+  parts.push(
+    el('div', {class: 'peaks-source', id: 'peaks-source'}, el('span', {class: 'field-label', text: 'Device peaks from'}), el('span', {class: 'value', text: peaksText || '—'})),
+    el('p', {class: 'hint', text: 'Charts use FLOP/s against FLOP/byte with bytes in SI units (1 GB = 10⁹ bytes), so every roof meets its compute peak exactly at its ridge point.'}),
+  );
+  show(node, parts);
+}
