@@ -5,7 +5,6 @@ import {CompareView} from './compare.js';
 import {peaksSourceText} from './device.js';
 import {el, show, status} from './dom.js';
 import {ModelView} from './model_view.js';
-import {loadPlotly} from './plotly.js';
 import {renderSidebar} from './sidebar.js';
 import {remember, restore, state, stepOptions} from './state.js';
 
@@ -27,7 +26,6 @@ export class App {
   }
 
   async start() {
-    loadPlotly().catch(() => {}); // in parallel with the first requests; errors show later
     show(this.modelNode, status('loading', 'Looking for profiles…'));
     try {
       state.runs = await api.runs();
@@ -99,6 +97,7 @@ export class App {
 
   async chooseHost(host, savedStep) {
     state.host = host;
+    if (host) api.roofline(state.run, host, 'total').catch(() => {}); // needed by every view: start now
     try {
       state.steps = await api.steps(state.run, host);
     } catch (err) {

@@ -121,7 +121,7 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
   const shown = points.filter((p) => p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0);
   const xy = shown.map((p) => ({x: p.record.bottleneck_operational_intensity, y: p.record.measured_flop_rate * G}));
   const range = ranges(xy, roofs);
-  const {traces, annotations} = roofTraces(roofs, range, c);
+  const {traces, annotations} = roofTraces(roofs, range, c, {legend: false});
   const groups = [
     ['Total', (p) => p.step === 'total', 'star', 18, c.program],
     ['Average step', (p) => p.step === 'average', 'diamond', 13, PALETTE[4]],
@@ -145,7 +145,10 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
       meta: {kind: 'program-points'},
     });
   }
-  return {data: traces, layout: baseLayout(range, c, {annotations, showlegend: true})};
+  const layout = baseLayout(range, c, {annotations, showlegend: true});
+  layout.legend = {...layout.legend, orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom'};
+  layout.margin = {...layout.margin, t: 28};
+  return {data: traces, layout};
 }
 
 /** The compare chart: A and B point clouds, an arrow from A to B per matched op. */

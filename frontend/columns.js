@@ -1,6 +1,7 @@
 // Column definitions of the op table and the compare delta table: how each column sorts
 // (value), shows (text) and exports (csv, default: value).
 
+import {el} from './dom.js';
 import {micros, num, pct, signed} from './format.js';
 
 const n = (key, label, value, text, extra = {}) => ({key, label, value, text, numeric: true, ...extra});
@@ -8,20 +9,24 @@ const s = (key, label, value, extra = {}) => ({key, label, value, text: value, .
 
 export const OP_COLUMNS = [
   n('rank', 'Rank', (r) => r.rank, (r) => String(r.rank), {title: 'Rank by self time (1 = most time)'}),
-  s('operation', 'Operation', (r) => r.name, {cellClass: 'name'}),
+  s('operation', 'Operation', (r) => r.name, {
+    wrap: true,
+    render: (r) => [el('span', {class: 'op-name', text: r.name}), el('span', {class: 'guidance', text: r.guidance})],
+    exports: [['operation', 'Operation', (r) => r.name], ['guidance', 'Guidance', (r) => r.guidance]],
+    title: 'Sort by op name; below each name, one line of guidance',
+  }),
   s('category', 'Category', (r) => r.category),
-  s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
   n('self_time_us', 'Self time (µs)', (r) => r.selfTimeUs, (r) => micros(r.selfTimeUs)),
-  n('time_share', 'Share of time', (r) => r.share, (r) => pct(r.share), {csv: (r) => r.share, title: 'Self time as a share of the selection\'s time'}),
-  n('gflops', 'GFLOP/s', (r) => r.flopRate, (r) => num(r.flopRate)),
-  n('hbm_gbps', 'HBM GB/s', (r) => r.hbmGbps, (r) => num(r.hbmGbps), {title: 'HBM bandwidth in GB/s (10⁹ bytes/s)'}),
-  n('intensity', 'FLOP/byte', (r) => r.intensity, (r) => num(r.intensity), {title: 'Operational intensity against the bounding memory'}),
-  s('bound_by', 'Bound by', (r) => r.boundBy),
-  s('dtype', 'dtype', (r) => r.dtype || '—', {csv: (r) => r.dtype}),
-  n('efficiency', 'Roofline eff.', (r) => r.efficiency, (r) => pct(r.efficiency), {csv: (r) => r.efficiency, title: 'Share of the attainable roof reached (largest utilization)'}),
-  n('wasted_us', 'Wasted (µs)', (r) => r.wastedUs, (r) => micros(r.wastedUs), {title: 'Time × (1 − roofline efficiency): time a perfect op would not need'}),
+  n('time_share', 'Share', (r) => r.share, (r) => pct(r.share), {title: 'Self time as a share of the selection\'s time'}),
+  n('wasted_us', 'Wasted (µs)', (r) => r.wastedUs, (r) => micros(r.wastedUs), {title: 'Time × (1 − roofline efficiency): what a perfect op would save'}),
   n('wasted_rank', 'Wasted rank', (r) => r.wastedRank, (r) => (r.wastedRank ? String(r.wastedRank) : ''), {title: '1 = most wasted time'}),
-  s('guidance', 'Guidance', (r) => r.guidance, {wrap: true}),
+  s('bound_by', 'Bound by', (r) => r.boundBy),
+  n('efficiency', 'Roofline eff.', (r) => r.efficiency, (r) => pct(r.efficiency), {title: 'Share of the attainable roof reached (largest utilization)'}),
+  n('gflops', 'GFLOP/s', (r) => r.flopRate, (r) => num(r.flopRate)),
+  n('intensity', 'FLOP/byte', (r) => r.intensity, (r) => num(r.intensity), {title: 'Operational intensity against the bounding memory'}),
+  n('hbm_gbps', 'HBM GB/s', (r) => r.hbmGbps, (r) => num(r.hbmGbps), {title: 'HBM bandwidth in GB/s (10⁹ bytes/s)'}),
+  s('dtype', 'dtype', (r) => r.dtype || '—', {csv: (r) => r.dtype}),
+  s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
 ];
 
 const pair = (a, b, f) => `${f(a)} → ${f(b)}`;

@@ -8,13 +8,13 @@ import {devicePanel} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {filterBar} from './filters.js';
-import {byteRate, duration, flopRate, num, pct, gibToGb} from './format.js';
+import {duration, flopRate, num, pct} from './format.js';
 import {applyFilters, distinct, opRows, programPoints, roofModel, selectionRecords} from './model.js';
 import {loadPlotly} from './plotly.js';
 import {selectionLabel, state} from './state.js';
 import {SortableTable} from './table.js';
 import {colors, onThemeChange} from './theme.js';
-import {markPaint} from './timing.js';
+import {markOnce, markPaint} from './timing.js';
 
 export class ModelView {
   /** container: the element to draw into; onChooseStep(step): the user picked a step. */
@@ -41,7 +41,7 @@ export class ModelView {
     let Plotly;
     try {
       [data, total, Plotly] = await Promise.all([
-        api.roofline(sel.run, sel.host, sel.step),
+        api.roofline(sel.run, sel.host, sel.step).then((d) => (markOnce('dataLoadedMs'), d)),
         api.roofline(sel.run, sel.host, 'total'),
         loadPlotly(),
       ]);
@@ -63,6 +63,7 @@ export class ModelView {
     this.styles = categoryStyles(distinct(this.rows, 'category'));
     const memoryNotes = new Map(this.roofs.memories.filter((m) => m.noBytes).map((m) => [m.name, 'no byte counts in profile']));
     this.build(label, memoryNotes);
+    markOnce('builtMs');
     await this.draw(token);
     if (token !== this.token) return;
     this.container.dataset.state = 'ready';
@@ -147,10 +148,10 @@ export class ModelView {
     return rows;
   }
 
+  /** The op chart first (what the user came for), then the program chart. */
   async draw(token) {
-    const tasks = [this.drawPrograms()];
-    if (this.rows.length) tasks.push(this.refresh(token));
-    await Promise.all(tasks);
+    if (this.rows.length) await this.refresh(token);
+    if (token === this.token) await this.drawPrograms();
   }
 
   /** Re-applies the filters to the chart, the notes and the table. */
@@ -284,7 +285,7 @@ export class ModelView {
   }
 
   renderStepTable(points, incomplete) {
-    const head = ['Step', 'Time', 'Performance', 'FLOP/byte', 'HBM', 'Bound by', 'Efficiency'];
+    const head = ['Step', 'Time', 'Performance', 'FLOP/byte', 'Bound by', 'Efficiency'];
     const body = points.map((p) => {
       const r = p.record;
       const chosen = p.step === this.sel.step;
@@ -293,7 +294,6 @@ export class ModelView {
         el('td', {class: 'num', text: duration(r.total_time_in_us || 0)}),
         el('td', {class: 'num', text: flopRate(r.measured_flop_rate || 0)}),
         el('td', {class: 'num', text: num(r.bottleneck_operational_intensity || 0)}),
-        el('td', {class: 'num', text: byteRate(gibToGb(r.hbm_bw || 0))}),
         el('td', {text: r.bound_by || 'Unknown'}),
         el('td', {class: 'num', text: pct(r.roofline_efficiency || 0)}));
       const choose = () => this.onChooseStep(p.step);

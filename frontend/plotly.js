@@ -2,6 +2,8 @@
 // window.Plotly) once, with a <script src> element: allowed by TensorBoard's CSP
 // (script-src 'self'), unlike an inline script or a CDN.
 
+import {markOnce} from './timing.js';
+
 let loading = null;
 
 export function loadPlotly() {
@@ -11,9 +13,11 @@ export function loadPlotly() {
     const script = document.createElement('script');
     script.src = './static/plotly.min.js';
     script.async = true;
-    script.addEventListener('load', () =>
-      window.Plotly ? resolve(window.Plotly) : reject(new Error('plotly.min.js did not define Plotly')),
-    );
+    script.addEventListener('load', () => {
+      markOnce('plotlyLoadedMs');
+      if (window.Plotly) resolve(window.Plotly);
+      else reject(new Error('plotly.min.js did not define Plotly'));
+    });
     script.addEventListener('error', () => {
       loading = null;
       reject(new Error('the chart library (static/plotly.min.js) could not be loaded'));

@@ -39,7 +39,7 @@ export function ranges(points, roofs) {
 const MEMORY_DASH = ['solid', 'dash', 'dot', 'dashdot', 'longdash', 'longdashdot'];
 
 /** Roof, ceiling, region and label traces, plus ridge-point annotations. */
-export function roofTraces(roofs, range, c) {
+export function roofTraces(roofs, range, c, {legend = true} = {}) {
   const traces = [];
   const annotations = [];
   const [x0, x1] = range.x;
@@ -73,7 +73,7 @@ export function roofTraces(roofs, range, c) {
     const label = `${m.name} roof, ${byteRate(m.gbps)}${m.noBytes ? ' (no byte counts in profile)' : ''}`;
     traces.push({
       type: 'scatter', mode: 'lines', name: escapeHtml(label), legendgroup: 'roofs',
-      legendgrouptitle: i === 0 ? {text: 'Roofs'} : undefined,
+      legendgrouptitle: i === 0 ? {text: 'Roofs'} : undefined, showlegend: legend,
       x: [x0, Math.min(xEnd, x1)], y: [x0 * m.gbps * G, Math.min(xEnd, x1) * m.gbps * G],
       line: {color: c.roof, width: i === 0 ? 2.5 : 1.5, dash: m.noBytes ? 'longdashdot' : MEMORY_DASH[i % MEMORY_DASH.length]},
       opacity: m.noBytes ? 0.55 : 1,
@@ -86,7 +86,7 @@ export function roofTraces(roofs, range, c) {
     const xStart = fastest > 0 ? Math.max(ceiling.gflops / fastest, x0) : x0;
     const label = `${ceilingLabel(ceiling)}, ${flopRate(ceiling.gflops)}`;
     traces.push({
-      type: 'scatter', mode: 'lines', name: escapeHtml(label), legendgroup: 'roofs',
+      type: 'scatter', mode: 'lines', name: escapeHtml(label), legendgroup: 'roofs', showlegend: legend,
       x: [xStart, x1], y: [ceiling.gflops * G, ceiling.gflops * G],
       line: {color: c.ceiling, width: ceiling.main ? 2.5 : 1.2, dash: ceiling.main ? 'solid' : 'dot'},
       hovertemplate: `${escapeHtml(label)}<extra></extra>`,
@@ -117,23 +117,42 @@ export function roofTraces(roofs, range, c) {
   return {traces, annotations};
 }
 
+/**
+ * Log-axis ticks: a labelled tick per decade and unlabelled ones at 2 and 5 (Plotly's SI
+ * prefixes stop at T, and FLOP/s reach P), over a span wide enough to zoom in and out.
+ */
+function logTicks(low, high, label) {
+  const tickvals = [];
+  const ticktext = [];
+  for (let e = Math.floor(Math.log10(low)) - 3; e <= Math.ceil(Math.log10(high)) + 3; e++) {
+    for (const m of [1, 2, 5]) {
+      tickvals.push(m * 10 ** e);
+      ticktext.push(m === 1 ? label(10 ** e) : '');
+    }
+  }
+  return {tickmode: 'array', tickvals, ticktext};
+}
+
+const flopTick = (v) => flopRate(v / G).replace('.000', '');
+const intensityTick = (v) => (v >= 1000 ? `${num(v / 1000)}k` : num(v));
+
 /** Layout shared by the roofline charts (theme colours, log axes, fixed ranges). */
 export function baseLayout(range, c, extra = {}) {
   return {
     paper_bgcolor: c.paper,
     plot_bgcolor: c.plot,
     font: {family: FONT, color: c.font, size: 12},
-    margin: {l: 64, r: 12, t: 12, b: 48},
+    margin: {l: 92, r: 12, t: 12, b: 48},
     hovermode: 'closest',
     dragmode: 'zoom',
     uirevision: 'keep',
     xaxis: {
       type: 'log', range: range.x.map(Math.log10), title: {text: 'Operational intensity (FLOP/byte)'},
-      gridcolor: c.grid, linecolor: c.grid, zeroline: false, exponentformat: 'SI',
+      gridcolor: c.grid, linecolor: c.grid, zeroline: false, ...logTicks(range.x[0], range.x[1], intensityTick),
     },
     yaxis: {
-      type: 'log', range: range.y.map(Math.log10), title: {text: 'Performance (FLOP/s)'},
-      gridcolor: c.grid, linecolor: c.grid, zeroline: false, exponentformat: 'SI', ticksuffix: '',
+      type: 'log', range: range.y.map(Math.log10), title: {text: 'Performance'},
+      gridcolor: c.grid, linecolor: c.grid, zeroline: false, ...logTicks(range.y[0], range.y[1], flopTick),
     },
     legend: {font: {size: 11}, bgcolor: 'rgba(0,0,0,0)', itemclick: 'toggle', groupclick: 'toggleitem'},
     hoverlabel: {bgcolor: c.hoverBg, bordercolor: c.hoverBorder, font: {color: c.font, family: FONT, size: 12}, align: 'left'},

@@ -3,9 +3,10 @@
 
 import {el} from './dom.js';
 
+
 export class SortableTable {
   /**
-   * columns: [{key, label, value(row), text(row), numeric, title, wrap}];
+   * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
    * options: {label, sort: {key, dir}, onSelect(key), onSort()}.
    */
   constructor(columns, {label, sort, onSelect, onSort} = {}) {
@@ -97,7 +98,8 @@ export class SortableTable {
     for (const row of this.sorted) {
       const tr = el('tr', {tabindex: '0', 'data-key': row.key, class: row.rowClass || ''});
       for (const c of this.columns) {
-        tr.append(el('td', {class: [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || ''].join(' ').trim(), text: c.text(row)}));
+        const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || ''].join(' ').trim();
+        tr.append(c.render ? el('td', {class: cls}, c.render(row)) : el('td', {class: cls, text: c.text(row)}));
       }
       if (row.key === this.selectedKey) {
         tr.classList.add('selected');

@@ -22,3 +22,8 @@ export function markPaint(chart) {
     timings[`${chart}FirstPaintFromTopMs`] = performance.timeOrigin + now - topOrigin();
   }
 }
+
+/** Records performance.now() the first time `name` happens (e.g. plotlyLoadedMs). */
+export function markOnce(name) {
+  if (timings[name] === undefined) timings[name] = performance.now();
+}
