@@ -42,8 +42,10 @@ setup(
             "ruff>=0.6",
             # Remote logdirs go through TensorBoard's fsspec support; tests use memory://.
             "fsspec>=2023.1",
+            "dask[distributed]>=2023.1",
         ],
         "remote": ["fsspec>=2023.1", "gcsfs>=2023.1"],
+        "dask": ["dask[distributed]>=2023.1"],
     },
     entry_points={
         "console_scripts": ["tb-roofline = tb_roofline_plugin.cli:main"],

@@ -140,13 +140,18 @@ export class App {
     await this.update();
   }
 
-  /** Default compare: A is the current selection; B another host, else the average step. */
+  /** Default compare: two hosts of this run when it has several, else this step vs the average. */
   defaultCompare() {
-    const a = {run: state.run, host: state.host, step: state.step};
-    const otherHost = state.hosts.find((h) => h !== state.host && h !== 'ALL_HOSTS');
+    const hosts = state.hosts.filter((h) => h !== 'ALL_HOSTS');
+    const step = state.step;
+    if (hosts.length >= 2) {
+      const first = hosts.includes(state.host) ? state.host : hosts[0];
+      const second = hosts.find((h) => h !== first);
+      return {a: {run: state.run, host: first, step}, b: {run: state.run, host: second, step}};
+    }
     const hasAverage = stepOptions(state.steps).some(([v]) => v === 'average');
-    const b = otherHost ? {run: state.run, host: otherHost, step: state.step} : {run: state.run, host: state.host, step: hasAverage && state.step !== 'average' ? 'average' : 'total'};
-    return {a, b};
+    const b = {run: state.run, host: state.host, step: hasAverage && step !== 'average' ? 'average' : 'total'};
+    return {a: {run: state.run, host: state.host, step}, b};
   }
 
   async update() {
@@ -160,13 +165,17 @@ export class App {
       remember();
       this.renderSidebar();
       await this.compare.show(state.compare.a, state.compare.b);
-      this.peaksText = '';
+      this.setPeaksText(this.compare.peaksSource ? `A: ${peaksSourceText(this.compare.peaksSource)}` : '');
       return;
     }
     this.renderSidebar();
     await this.model.show({run: state.run, host: state.host, step: state.step, include: state.include});
     const data = this.model.data;
     const text = data && this.modelNode.dataset.state === 'ready' ? peaksSourceText((data.device || {}).peaks_source) : '';
+    this.setPeaksText(text);
+  }
+
+  setPeaksText(text) {
     this.peaksText = text;
     const value = this.sidebar.querySelector('#peaks-source .value');
     if (value) value.textContent = text || '—';

@@ -7,7 +7,7 @@ import {compareFigure, plot} from './charts.js';
 import {COMPARE_COLUMNS} from './columns.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
-import {duration, escapeHtml as esc, flopRate, num, pct, signed} from './format.js';
+import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct, signed} from './format.js';
 import {opKey, plottable, roofModel, selectionRecords} from './model.js';
 import {loadPlotly} from './plotly.js';
 import {selectionLabel} from './state.js';
@@ -37,15 +37,17 @@ function point(record, side, label) {
   return {x: record.bottleneck_operational_intensity, y: record.measured_flop_rate * G, hover};
 }
 
+const fixed2 = (v) => v.toFixed(2);
+
 export function summaryText(p) {
   const parts = [
     `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
-      `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, num)}%)`,
-    `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), num)} points)`,
-    `FLOP rate ${signed(p.flop_rate_delta_pct, num)}%`,
+      `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`,
+    `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
+    `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`,
     `bound by ${p.bound_by_a || 'Unknown'} → ${p.bound_by_b || 'Unknown'}`,
   ];
-  const verdict = p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'same time';
+  const verdict = p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'Same program time';
   return `${verdict}: ${parts.join('; ')}.`;
 }
 
@@ -106,6 +108,7 @@ export class CompareView {
     }
     this.programs = [point(selA.program, 'A', this.labels.a), point(selB.program, 'B', this.labels.b)];
     this.roofs = roofModel(dataA.device || {}, [selA.program, ...selA.ops].filter(Boolean));
+    this.peaksSource = (dataA.device || {}).peaks_source || '';
     const devA = (dataA.device || {}).device_type;
     const devB = (dataB.device || {}).device_type;
     this.deviceNote = devA !== devB ? `A ran on ${devA || 'an unknown device'} and B on ${devB || 'an unknown device'}: the roofs drawn are A's.` : '';
@@ -131,7 +134,7 @@ export class CompareView {
         el('p', {class: 'muted selection-label'}, el('span', {class: 'side a', text: 'A'}), ` ${this.labels.a}  `, el('span', {class: 'side b', text: 'B'}), ` ${this.labels.b}`)),
       el('section', {class: 'panel summary', 'aria-label': 'Program summary'},
         el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p)}),
-        el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; HBM ${num(p.hbm_bw_a)} → ${num(p.hbm_bw_b)} GiB/s. Totals are divided by their number of complete steps, so runs compare per step.`})),
+        el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; HBM ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`})),
       el('section', {class: 'panel', 'aria-labelledby': 'compare-chart-title'},
         el('div', {class: 'section-head'}, el('h3', {id: 'compare-chart-title', text: 'Ops, A → B'}),
           exportButtons('Chart export', [

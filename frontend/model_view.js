@@ -260,6 +260,8 @@ export class ModelView {
     if (this.averageProgram && !points.some((p) => p.step === 'average')) {
       points = [points[0], {label: 'Average step', step: 'average', record: this.averageProgram}, ...points.slice(1)].filter(Boolean);
     }
+    // A profile without steps still has an all-zero average row (as XProf): not a point.
+    points = points.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
     this.programPointsShown = points;
     const unplaced = points.filter((p) => !(p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0));
     const info = [];
@@ -269,8 +271,7 @@ export class ModelView {
     if (incomplete.size) {
       info.push(el('p', {class: 'note', text: `Incomplete steps (cut by the profile window) are hollow and left out of the average: ${[...incomplete].join(', ')}.`}));
     }
-    const hidden = unplaced.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
-    if (hidden.length) info.push(el('p', {class: 'note', text: `Not on the chart (no FLOPs or no bytes): ${hidden.map((p) => p.label).join(', ')}.`}));
+    if (unplaced.length) info.push(el('p', {class: 'note', text: `Not on the chart (no FLOPs or no bytes): ${unplaced.map((p) => p.label).join(', ')}.`}));
     show(this.programInfo, info);
     this.renderStepTable(points, incomplete);
     const roofs = roofModel(this.total.device || {}, points.map((p) => p.record));

@@ -154,7 +154,7 @@ export function baseLayout(range, c, extra = {}) {
       type: 'log', range: range.y.map(Math.log10), title: {text: 'Performance'},
       gridcolor: c.grid, linecolor: c.grid, zeroline: false, ...logTicks(range.y[0], range.y[1], flopTick),
     },
-    legend: {font: {size: 11}, bgcolor: 'rgba(0,0,0,0)', itemclick: 'toggle', groupclick: 'toggleitem'},
+    legend: {font: {size: 11}, bgcolor: 'rgba(0,0,0,0)', itemclick: 'toggle', groupclick: 'toggleitem', itemsizing: 'constant'},
     hoverlabel: {bgcolor: c.hoverBg, bordercolor: c.hoverBorder, font: {color: c.font, family: FONT, size: 12}, align: 'left'},
     ...extra,
   };

@@ -19,7 +19,7 @@ const LIGHT = {
 const DARK = {
   paper: '#1e1f22', plot: '#1e1f22', font: '#e8eaed', muted: '#a0a4aa', grid: '#3a3c40',
   roof: '#cfd8dc', ceiling: '#b0bec5', memoryRegion: 'rgba(86, 180, 233, 0.10)',
-  computeRegion: 'rgba(230, 159, 0, 0.10)', program: '#ffffff', aboveRoof: '#ff6e6e',
+  computeRegion: 'rgba(230, 159, 0, 0.07)', program: '#ffffff', aboveRoof: '#ff6e6e',
   highlight: '#ffffff', a: '#56B4E9', b: '#E69F00', arrow: 'rgba(232, 234, 237, 0.6)',
   hoverBg: '#2a2b2e', hoverBorder: '#5f6368',
 };

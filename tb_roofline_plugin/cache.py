@@ -41,6 +41,10 @@ class SingleFlightCache(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries
+
     def get(
         self, key: Hashable, compute: Callable[[], V], size_of: Callable[[V], int] = lambda v: 0
     ) -> V:

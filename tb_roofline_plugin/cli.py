@@ -22,6 +22,8 @@ def _export(args: argparse.Namespace) -> int:
     from .export import render
     from .sources import profile_files
 
+    if args.dask or args.cache_dir:
+        return _export_to_cache(args)
     files = profile_files(args.path, args.host)
     from .selection import parse_step
 
@@ -31,6 +33,60 @@ def _export(args: argparse.Namespace) -> int:
     text = render(analyze_files(files, _peaks(args)), args.format, files, step)
     _write(text, args.output)
     return 0
+
+
+def _export_to_cache(args: argparse.Namespace) -> int:
+    """Converts every host of PATH (a file, a run or a whole logdir) into --cache-dir."""
+    from .convert import convert_to_store
+    from .discovery import discover
+    from .sources import profile_files
+
+    if not args.cache_dir:
+        raise RooflineError("--dask needs --cache-dir DIR (outside the logdir)")
+    root = os.path.realpath(args.path)
+    cache = os.path.realpath(args.cache_dir)
+    if os.path.isdir(root) and (cache == root or cache.startswith(root + os.sep)):
+        raise RooflineError(
+            f"--cache-dir {args.cache_dir} is inside {args.path}; use a folder outside the logdir"
+        )
+    runs = discover(args.path) if os.path.isdir(args.path) else {}
+    paths = [h.path for run in runs.values() for h in run.hosts.values()]
+    if not paths:
+        paths = profile_files(args.path, args.host)
+    _peaks(args)  # a bad --peaks fails here, not in every task
+    if args.dask:
+        results = _run_on_dask(args.dask, paths, args.cache_dir, args.peaks)
+    else:
+        results = [convert_to_store(p, args.cache_dir, args.peaks) for p in paths]
+    failed = [(p, status) for p, status in results if status not in ("ok", "cached")]
+    done = len(results) - len(failed)
+    print(f"{done} of {len(results)} host profiles in {args.cache_dir}")
+    for _, status in failed:
+        print(f"tb-roofline: error: {status}", file=sys.stderr)
+    return EXIT_BAD_INPUT if failed else 0
+
+
+def _run_on_dask(scheduler: str, paths: list[str], cache_dir: str, peaks: str | None):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise RooflineError(
+            "--dask needs dask.distributed: pip install 'tb-roofline-plugin[dask]'"
+        ) from None
+    from .convert import convert_to_store
+
+    cluster = None
+    if scheduler == "local":
+        cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=None)
+    try:
+        with Client(cluster if cluster is not None else scheduler) as client:
+            futures = client.map(
+                convert_to_store, paths, cache_dir=cache_dir, peaks=peaks, pure=False
+            )
+            return client.gather(futures)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def _peaks(args: argparse.Namespace):
@@ -165,6 +221,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="total",
         help="json only: total (default: the whole profile, XProf's records), average, or a "
         "step number (that step's Program and op records)",
+    )
+    export.add_argument(
+        "--dask",
+        metavar="SCHEDULER",
+        help="convert every host (of a file, run or whole logdir) on a Dask cluster: a "
+        "scheduler address or 'local'; results go to --cache-dir",
+    )
+    export.add_argument(
+        "--cache-dir",
+        help="write converted hosts here (outside the logdir) for `tensorboard "
+        "--roofline_cache_dir`",
     )
     export.set_defaults(func=_export)
 

@@ -345,7 +345,7 @@ def gpu_steps(
     inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
     missing = np.bincount(launch_step[inside & ~ran], minlength=count)
     steps = [
-        StepInfo(num, missing[s] == 0, with_idle(db), duration_ps=int(ends[s] - starts[s]))
+        StepInfo(num, bool(missing[s] == 0), with_idle(db), duration_ps=int(ends[s] - starts[s]))
         for s, ((num, _, _), db) in enumerate(zip(markers.steps, dbs))
     ]
     unclaimed = ~claimed

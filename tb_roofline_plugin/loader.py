@@ -41,8 +41,24 @@ class RooflineLoader(base_plugin.TBLoader):
             f"(default {DEFAULT_MAX_FILE_MB})",
         )
 
+        group.add_argument(
+            "--roofline_workers",
+            metavar="N",
+            type=int,
+            default=None,
+            help="worker processes that convert the hosts of a run in parallel "
+            "(default: the number of cores; 1 converts in the server process)",
+        )
+        group.add_argument(
+            "--roofline_cache_dir",
+            metavar="DIR",
+            default=None,
+            help="read converted profiles from this folder (written by `tb-roofline export "
+            "--dask ... --cache-dir DIR`), outside the logdir; the plugin never writes there",
+        )
+
     def fix_flags(self, flags) -> None:
-        for name in ("roofline_cache_mb", "roofline_max_file_mb"):
+        for name in ("roofline_cache_mb", "roofline_max_file_mb", "roofline_workers"):
             value = getattr(flags, name, None)
             if value is not None and value <= 0:
                 raise base_plugin.FlagsError(f"--{name} must be positive, got {value}")

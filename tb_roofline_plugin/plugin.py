@@ -93,6 +93,8 @@ class RooflinePlugin(base_plugin.TBPlugin):
             cache_mb=_flag(context, "roofline_cache_mb", DEFAULT_CACHE_MB),
             max_file_mb=_flag(context, "roofline_max_file_mb", DEFAULT_MAX_FILE_MB),
             peaks=_flag(context, "roofline_peaks", None),
+            workers=_flag(context, "roofline_workers", os.cpu_count() or 1),
+            cache_dir=_flag(context, "roofline_cache_dir", None),
         )
         self._active: tuple[float, bool] | None = None
 

@@ -15,16 +15,15 @@ from typing import Callable
 
 import numpy as np
 
-from . import discovery
-from .analysis import analyze_profile
+from . import discovery, stats_store
 from .cache import SingleFlightCache
 from .compare import Side, compare
+from .convert import convert_file
 from .datatable import csv_file_name, to_csv, to_datatable
 from .errors import NotFound, ProfileError, RooflineError
 from .export import selection_database, to_json
 from .op_stats import OpStats, combine_hosts
 from .perf_env import PerfEnv
-from .profile_reader import decode_profile
 from .protos import roofline_model_pb2 as rm
 from .roofline import build_database
 from .selection import TOTAL, BadStep, parse_step, select
@@ -123,12 +122,18 @@ class RooflineService:
         cache_mb: float = 512,
         max_file_mb: float = 4096,
         peaks: str | None = None,
+        workers: int = 1,
+        cache_dir: str | None = None,
         discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.logdir = logdir
         self.peaks_spec = peaks
         self._peaks: PerfEnv | None = None
+        self.workers = max(int(workers), 1)
+        self.cache_dir = cache_dir
+        self._pool = None  # worker processes, started on first use
+        self._prefetching = threading.Lock()  # one parallel conversion batch at a time
         self.max_file_bytes = int(max_file_mb * 1e6)
         self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
         self._discover = discover
@@ -198,23 +203,65 @@ class RooflineService:
         key = ("host", host.path, size, mtime)
 
         def convert() -> Result:
-            try:
-                data = fs.read(host.path)
-            except OSError as exc:
-                raise BadProfile(f"{host.path}: cannot be read ({exc.strerror or exc})") from None
-            try:
-                profile = decode_profile(data, host.path)
-                stats = analyze_profile(profile, host.host, self.peaks())
-            except ProfileError as exc:
-                raise BadProfile(str(exc)) from None
+            self.peaks()  # a bad --roofline_peaks is the server's problem, said once
+            stats = None
+            if self.cache_dir:
+                store_key = stats_store.cache_key(host.path, size, mtime, self.peaks_spec)
+                stats = stats_store.load(self.cache_dir, store_key)
+            if stats is None:
+                try:
+                    stats = convert_file(host.path, self.peaks_spec)
+                except ProfileError as exc:
+                    raise BadProfile(str(exc)) from None
             return Result(stats, build_database(stats), [host.path])
 
         return self.cache.get(key, convert, Result.size_bytes), key
+
+    def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
+        """Converts the hosts that are not cached yet in worker processes, in parallel."""
+        if self.workers < 2 or len(files) < 2 or self.cache_dir:
+            return
+        missing = []
+        for host in files:
+            try:
+                size, mtime = fs.stat(host.path)
+            except OSError:
+                continue
+            if size <= self.max_file_bytes and ("host", host.path, size, mtime) not in self.cache:
+                missing.append((host, ("host", host.path, size, mtime)))
+        if len(missing) < 2:
+            return
+        with self._prefetching:
+            missing = [(h, k) for h, k in missing if k not in self.cache]
+            if len(missing) >= 2:
+                self._convert_in_workers(missing)
+
+    def _convert_in_workers(self, missing: list[tuple[discovery.HostFile, tuple]]) -> None:
+        pool = self._worker_pool()
+        futures = [(pool.submit(convert_file, h.path, self.peaks_spec), h, k) for h, k in missing]
+        for future, host, key in futures:
+            try:
+                stats = future.result()
+            except Exception:  # the in-process path reports it, with its message
+                continue
+            result = Result(stats, build_database(stats), [host.path])
+            self.cache.get(key, lambda r=result: r, Result.size_bytes)
+
+    def _worker_pool(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                context = multiprocessing.get_context("spawn")  # never fork a threaded server
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            return self._pool
 
     def result(self, run: str | None, host: str | None) -> Result:
         """The converted selection: one host, or all hosts of the run combined."""
         files = self._host_files(run, host)
         fs = discovery.filesystem(self.logdir)
+        self._prefetch(fs, files)
         parts = [self._host_result(fs, f) for f in files]
         if len(parts) == 1:
             return parts[0][0]

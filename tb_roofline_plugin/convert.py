@@ -1,0 +1,41 @@
+"""Converting one host's profile file: the unit of work of worker processes and Dask tasks."""
+
+from __future__ import annotations
+
+import os
+
+from . import stats_store
+from .analysis import analyze_profile, host_name
+from .discovery import filesystem
+from .errors import ProfileError
+from .op_stats import OpStats
+from .profile_reader import decode_profile
+
+
+def convert_file(path: str, peaks: str | None = None) -> OpStats:
+    """OpStats of one ``<host>.xplane.pb`` (local or remote); ProfileError for bad input."""
+    fs = filesystem(path)
+    try:
+        data = fs.read(path)
+    except OSError as exc:
+        raise ProfileError(path, f"cannot be read ({exc.strerror or exc})") from None
+    perf_env = None
+    if peaks:
+        from .device_peaks import load_perf_env
+
+        perf_env = load_perf_env(peaks)
+    return analyze_profile(decode_profile(data, path), host_name(path), perf_env)
+
+
+def convert_to_store(path: str, cache_dir: str, peaks: str | None = None) -> tuple[str, str]:
+    """Converts ``path`` into ``cache_dir``; returns (path, "ok" | "cached" | the error)."""
+    fs = filesystem(path)
+    size, mtime = fs.stat(path)
+    key = stats_store.cache_key(path, size, mtime, peaks)
+    if os.path.exists(os.path.join(cache_dir, f"{key}.npz")):
+        return path, "cached"
+    try:
+        stats_store.save(cache_dir, key, convert_file(path, peaks))
+    except ProfileError as exc:
+        return path, str(exc)
+    return path, "ok"
