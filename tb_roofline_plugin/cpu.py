@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .event_table import line_table
+from .event_table import line_table, may_have_stats
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
@@ -42,7 +42,10 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     begins, ends, selfs, programs, names, roots = [], [], [], [], [], []
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
+    wanted = [ids.get("_r"), ids.get("hlo_op")]
     for line in plane.lines:
+        if not may_have_stats(line, wanted):
+            continue  # threads without XLA ops or step roots
         table = line_table(line)
         is_root, _ = table.integers(ids.get("_r"))
         step_num = table.numbers(ids.get("step_num"))

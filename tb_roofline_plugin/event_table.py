@@ -263,6 +263,29 @@ def _slow_table(events, timestamp_ns: int) -> EventTable:
     return table
 
 
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def may_have_stats(line, stat_ids: list[int]) -> bool:
+    """False when no event of the line can carry any of these stats (a cheap byte search).
+
+    Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a
+    false positive only costs decoding the line. Lines of full XLine messages: True.
+    """
+    events = line.events
+    if not len(events) or not isinstance(events[0], (bytes, bytearray, memoryview)):
+        return True
+    raw = b"".join(events)
+    return any(b"\x08" + _varint_bytes(i) in raw for i in stat_ids if i is not None)
+
+
 def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
     """The events of ``line`` (an XLineLite or an XLine) as columns.
 

@@ -129,8 +129,13 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
     hlo_codes, hlo_values = factorize(kernels.hlo_op)
     tf_codes, tf_values = factorize(kernels.tf_op)
     prog_values, prog_codes = np.unique(kernels.program_id, return_inverse=True)
-    combo = np.stack([prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel], axis=1)
-    combos, inverse = np.unique(combo, axis=0, return_inverse=True)
+    columns = [prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel]
+    dims = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if np.prod([float(d) for d in dims]) < 2**62:  # one int64 key per combination
+        keys, inverse = np.unique(np.ravel_multi_index(columns, dims), return_inverse=True)
+        combos = np.stack(np.unravel_index(keys, dims), axis=1)
+    else:
+        combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
     table = OpTable([], [], [], [], [])
     keys: dict[tuple[int, str], int] = {}
     combo_op = np.full(len(combos), -1, np.int64)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .event_table import line_table
+from .event_table import line_table, may_have_stats
 from .profile_reader import stat_ids
 from .protos import xplane_pb2
 
@@ -37,7 +37,10 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
         return markers
     ids = stat_ids(plane, MARKER_STATS)
     roots = []
+    wanted = [ids.get("_r"), ids.get("correlation_id")]
     for line in plane.lines:
+        if not may_have_stats(line, wanted):
+            continue  # e.g. Python or framework threads without roots or launches
         table = line_table(line)
         is_root, _ = table.integers(ids.get("_r"))
         step_num = table.numbers(ids.get("step_num"))
