@@ -72,3 +72,20 @@ def test_xspace_wire_fields():
     assert stat["ref_value"].number == 7 and stat["bytes_value"].number == 6
     line = xplane_pb2.XLine.DESCRIPTOR.fields_by_name
     assert line["duration_ps"].number == 9 and line["display_name"].number == 11
+
+
+def test_our_json_mapping_equals_protobufs(shared_data):
+    from google.protobuf import json_format
+
+    from tb_roofline_plugin.analysis import analyze_file
+    from tb_roofline_plugin.export import message_to_dict
+    from tb_roofline_plugin.roofline import build_database
+
+    for path in (
+        shared_data / "xprof" / "tpu_inference_2.xplane.pb",
+        shared_data / "tracelens" / "jax08_attention" / "tw003.xplane.pb",
+    ):
+        database = build_database(analyze_file(path))
+        assert message_to_dict(database) == json_format.MessageToDict(
+            database, preserving_proto_field_name=True
+        )
