@@ -19,6 +19,10 @@ NO_OPS = (
     "This profile has no TPU or GPU device planes and no XLA op events on the host "
     "(planes: {planes}); there is nothing to put on a roofline."
 )
+NO_DEVICE_OPS = (
+    "The {kind} planes of this profile have no XLA op events (the devices ran nothing while "
+    "profiling, or ran code without HLO ops); there is nothing to put on a roofline."
+)
 CPU_COMPUTED = (
     "CPU roofline computed by tb_roofline_plugin from the HLO cost model (XProf shows no "
     "roofline for CPU profiles)."
@@ -58,6 +62,8 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
                 diagnostics=Diagnostics(info=[NO_OPS.format(planes=planes)]),
             )
         stats.diagnostics.info.append(CPU_COMPUTED)
+    if stats.run_env.hardware_type in ("TPU", "GPU") and not (stats.all_db.occurrences > 0).any():
+        stats.diagnostics.info.append(NO_DEVICE_OPS.format(kind=stats.run_env.hardware_type))
     stats.program_names = program_names(profile)
     if peaks is not None:
         stats = replace(stats, perf_env=peaks)

@@ -77,11 +77,13 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
         has_megacore=first.perf_env.has_megacore,
         has_merged_vmem=first.perf_env.has_merged_vmem,
         source=first.perf_env.source,
+        dtype_tflops=dict(first.perf_env.dtype_tflops),
     )
     bws_found = any(first.perf_env.peak_bws_gbps)
     for part in parts:
         if part.perf_env.peak_tera_flops_per_second > 0:
             perf_env.peak_tera_flops_per_second = part.perf_env.peak_tera_flops_per_second
+            perf_env.dtype_tflops = dict(part.perf_env.dtype_tflops)
         if not bws_found and any(part.perf_env.peak_bws_gbps):
             perf_env.peak_bws_gbps = list(part.perf_env.peak_bws_gbps)
             bws_found = True

@@ -214,4 +214,6 @@ class RooflinePlugin(base_plugin.TBPlugin):
             )
         with open(path, "rb") as f:
             content = f.read()
-        return http_util.Respond(request, content, kind, expires=3600)
+        # Our modules change with the plugin version; plotly.min.js only with its package.
+        expires = 3600 if name == "plotly.min.js" else 0
+        return http_util.Respond(request, content, kind, expires=expires)

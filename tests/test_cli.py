@@ -149,3 +149,16 @@ def test_one_corrupt_host_in_a_run_names_that_file(run_dir):
 def test_unwritable_output(run_dir, tmp_path):
     line = _bad("export", str(run_dir), "--output", str(tmp_path / "no" / "such" / "dir.json"))
     assert "cannot write" in line
+
+
+def test_device_planes_without_ops_say_so(tmp_path):
+    from tiny_tpu import PEAKS
+
+    space = xplane_pb2.XSpace()
+    plane(space, "/device:TPU:0", stats=PEAKS).line("XLA Ops")
+    path = tmp_path / "idle.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    table, diagnostics = json.loads(run_cli("export", path, check=True).stdout)
+    messages = [r["c"][1]["v"] for r in diagnostics["rows"] if r["c"][0]["v"] == "INFO"]
+    assert any("have no XLA op events" in m for m in messages)
+    assert [r["c"][3]["v"] for r in table["rows"]] == ["Program", "Program", "Program", "Program"]

@@ -306,3 +306,17 @@ def test_step_selection_and_compare_routes(logdir):
     assert response.status_code == 404 and body["error"].startswith("a: no step 77")
     assert _get(client, "compare", a_run=run)[0].status_code == 400
     assert plugin.service.cache.computations == 2  # host0 and host1, each converted once
+
+
+def test_all_hosts_keep_the_per_dtype_peaks(logdir):
+    client, _ = _client(logdir)
+    _, one = _get(client, "data", run="train/r1", host="host0", format="json")
+    _, both = _get(client, "data", run="train/r1", host="ALL_HOSTS", format="json")
+    assert one["device"]["dtype_peak_gflops"]["bf16"] > 0
+    assert both["device"]["dtype_peak_gflops"] == one["device"]["dtype_peak_gflops"]
+
+
+def test_frontend_modules_are_not_cached_but_plotly_is(logdir):
+    client, _ = _client(logdir)
+    assert "max-age" not in client.get(f"{BASE}/static/index.js").headers.get("Cache-Control", "")
+    assert "max-age=3600" in client.get(f"{BASE}/static/plotly.min.js").headers["Cache-Control"]
