@@ -31,7 +31,7 @@ export class App {
       state.runs = await api.runs();
     } catch (err) {
       this.modelNode.dataset.state = 'error';
-      show(this.modelNode, status('error', `Could not list the profiles: ${err.message}`));
+      show(this.modelNode, status('error', 'Could not list the profiles of this logdir.', err.message));
       return;
     }
     if (!state.runs.length) {
@@ -88,7 +88,7 @@ export class App {
       state.hosts = [];
       this.renderSidebar();
       this.modelNode.dataset.state = 'error';
-      show(this.modelNode, status('error', `Could not list the hosts of ${run}: ${err.message}`));
+      show(this.modelNode, status('error', `Could not list the hosts of ${run}.`, err.message));
       return;
     }
     const host = state.hosts.includes(saved.host) ? saved.host : state.hosts[0] || '';
@@ -101,7 +101,7 @@ export class App {
     try {
       state.steps = await api.steps(state.run, host);
     } catch (err) {
-      state.steps = {has_step_markers: false, steps: []};
+      state.steps = null; // unknown: the view shows the profile's error
     }
     const valid = stepOptions(state.steps).map(([value]) => value);
     state.step = valid.includes(String(savedStep)) ? String(savedStep) : 'total';

@@ -20,7 +20,7 @@ export function opHover(row) {
   const lines = [
     `<b>${esc(row.name)}</b>`,
     `${esc(row.category)} · program ${esc(row.program)}`,
-    `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ${esc(num(row.occurrences))} occurrences`,
+    `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ran ${esc(num(row.occurrences))}×`,
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
     `HBM ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
   ];
@@ -134,7 +134,7 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
       type: 'scatter', mode: 'markers+text', name, legendgroup: 'program',
       x: list.map((p) => p.record.bottleneck_operational_intensity),
       y: list.map((p) => p.record.measured_flop_rate * G),
-      text: list.map((p) => (p.step === 'total' ? 'Total' : p.step === 'average' ? 'Avg' : p.step)),
+      text: list.map((p) => (p.step === 'total' || p.step === 'average' ? '' : p.step)),
       textposition: 'top center', textfont: {size: 10, color: c.muted},
       hovertext: list.map((p) => programHover(p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''), p.record)),
       hovertemplate: '%{hovertext}<extra></extra>', customdata: list.map((p) => p.step),

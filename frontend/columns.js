@@ -29,6 +29,7 @@ export const OP_COLUMNS = [
   s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
 ];
 
+const fixed2 = (v) => v.toFixed(2);
 const pair = (a, b, f) => `${f(a)} → ${f(b)}`;
 // Paired columns export as separate A, B (and Δ) columns: [key, label, value(row)].
 const both = (field, label, delta = true) => [
@@ -40,15 +41,15 @@ const both = (field, label, delta = true) => [
 export const COMPARE_COLUMNS = [
   s('operation', 'Operation', (r) => r.operation, {cellClass: 'name'}),
   s('category', 'Category', (r) => r.category),
-  s('program', 'Program', (r) => r.program, {cellClass: 'muted small'}),
   s('only_in', 'Only in', (r) => r.only_in || '', {title: 'A or B when the op ran on one side only'}),
   n('time_us_a', 'Time A (µs)', (r) => r.time_us_a, (r) => micros(r.time_us_a)),
   n('time_us_b', 'Time B (µs)', (r) => r.time_us_b, (r) => micros(r.time_us_b)),
   n('time_us_delta', 'Δ time (µs)', (r) => r.time_us_delta, (r) => signed(r.time_us_delta, micros), {title: 'B − A'}),
   n('abs_delta', '|Δ time|', (r) => Math.abs(r.time_us_delta || 0), (r) => micros(Math.abs(r.time_us_delta || 0)), {title: 'Sorted by this by default'}),
-  n('time_us_delta_pct', 'Δ time %', (r) => r.time_us_delta_pct ?? 0, (r) => (r.only_in ? '' : `${signed(r.time_us_delta_pct, num)}%`)),
+  n('time_us_delta_pct', 'Δ time %', (r) => r.time_us_delta_pct ?? 0, (r) => (r.only_in ? '' : `${signed(r.time_us_delta_pct, fixed2)}%`)),
   n('flop_rate', 'GFLOP/s A → B', (r) => r.flop_rate_delta || 0, (r) => pair(r.flop_rate_a, r.flop_rate_b, num), {exports: both('flop_rate', 'GFLOP/s')}),
   n('efficiency', 'Efficiency A → B', (r) => r.efficiency_delta || 0, (r) => pair(r.efficiency_a, r.efficiency_b, pct), {exports: both('efficiency', 'Efficiency')}),
   s('bound_by', 'Bound by A → B', (r) => pair(r.bound_by_a || '—', r.bound_by_b || '—', String), {exports: both('bound_by', 'Bound by', false)}),
   n('wasted', 'Wasted A → B (µs)', (r) => (r.wasted_us_b || 0) - (r.wasted_us_a || 0), (r) => pair(r.wasted_us_a, r.wasted_us_b, micros), {exports: both('wasted_us', 'Wasted (µs)', false)}),
+  s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
 ];

@@ -62,6 +62,8 @@ export class CompareView {
     const token = ++this.token;
     this.labels = {a: selectionLabel(a.run, a.host, a.step), b: selectionLabel(b.run, b.host, b.step)};
     this.container.dataset.state = 'loading';
+    if (this.chart && this.Plotly) this.Plotly.purge(this.chart);
+    this.chart = null;
     show(this.container, status('loading', `Comparing ${this.labels.b} against ${this.labels.a}…`));
     let result;
     let dataA;
@@ -74,7 +76,7 @@ export class CompareView {
     } catch (err) {
       if (token !== this.token) return;
       this.container.dataset.state = 'error';
-      show(this.container, status('error', `Could not compare these selections: ${err.message}`));
+      show(this.container, status('error', 'Could not compare these selections.', err.message));
       return;
     }
     if (token !== this.token) return;
@@ -98,7 +100,7 @@ export class CompareView {
     this.onlyB = [];
     this.unplaced = 0;
     for (const op of this.result.ops || []) {
-      op.key = `${op.program}\u0000${op.operation}`;
+      op.key = opKey(op.program, op.operation);
       const pa = op.only_in === 'B' ? null : point(findA(op.program, op.operation), 'A', this.labels.a);
       const pb = op.only_in === 'A' ? null : point(findB(op.program, op.operation), 'B', this.labels.b);
       if (pa && pb) this.pairs.push({a: pa, b: pb, op});
@@ -117,8 +119,8 @@ export class CompareView {
   build(a, b) {
     const p = this.result.program || {};
     const name = `roofline_compare_${a.run}_${a.step}_vs_${b.run}_${b.step}`;
-    this.chart = el('div', {class: 'chart compare-chart', id: 'compare-chart', role: 'img', 'aria-label': 'Compare chart: arrows from A to B'});
-    this.table = new SortableTable(COMPARE_COLUMNS, {label: 'Op deltas, B against A', sort: {key: 'abs_delta', dir: 'desc'}});
+    this.chart = el('div', {class: 'chart compare-chart', id: 'compare-chart', role: 'figure', 'aria-label': 'Compare chart: arrows from A to B'});
+    this.table = new SortableTable(COMPARE_COLUMNS, {id: 'compare-table', label: 'Op deltas, B against A', sort: {key: 'abs_delta', dir: 'desc'}});
     const ops = this.result.ops || [];
     const only = (side) => ops.filter((op) => op.only_in === side).length;
     const notes = [
@@ -164,6 +166,6 @@ export class CompareView {
   }
 
   redraw() {
-    if (this.Plotly && this.container.dataset.state === 'ready') this.draw();
+    if (this.Plotly && !this.container.hidden && this.container.dataset.state === 'ready') this.draw();
   }
 }

@@ -69,10 +69,10 @@ export function checkboxField(label, checked, onChange, attrs = {}) {
   return field;
 }
 
-/** A status line: kind is loading | empty | error | note. */
-export function status(kind, text, ...extra) {
+/** A status block: kind is loading | empty | error; `detail` (optional) a second line. */
+export function status(kind, text, detail = '') {
   const role = kind === 'error' ? 'alert' : 'status';
-  return el('div', {class: `status ${kind}`, role}, el('p', {text}), ...extra);
+  return el('div', {class: `status ${kind}`, role}, el('p', {class: 'status-title', text}), detail ? el('p', {class: 'status-detail', text: detail}) : null);
 }
 
 /** Replaces the children of `node`. */

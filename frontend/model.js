@@ -5,7 +5,7 @@ import {gibToGb} from './format.js';
 import {guidance} from './guidance.js';
 
 export function opKey(moduleId, name) {
-  return `${moduleId ?? ''}\u0000${name ?? ''}`;
+  return `${moduleId ?? ''}:${name ?? ''}`;
 }
 
 const RECORD_TYPE = {total: 'ALL', average: 'AVERAGE_STEP'};

@@ -35,6 +35,7 @@ export class ModelView {
     this.averageProgram = null;
     const label = selectionLabel(sel.run, sel.host, sel.step);
     this.container.dataset.state = 'loading';
+    this.purge();
     show(this.container, status('loading', `Loading the roofline of ${label}… (the first load of a large profile can take a while)`));
     let data;
     let total;
@@ -48,7 +49,7 @@ export class ModelView {
     } catch (err) {
       if (token !== this.token) return;
       this.container.dataset.state = 'error';
-      show(this.container, status('error', `Could not load ${label}: ${err.message}`));
+      show(this.container, status('error', `Could not load ${label}.`, `${err.message.replace(/\.$/, '')}. Other runs and hosts are not affected: choose another in the sidebar.`));
       return;
     }
     if (token !== this.token) return;
@@ -60,7 +61,8 @@ export class ModelView {
     this.rows = opRows(ops, data.ops, data.device);
     const allRecords = program ? [program, ...ops] : ops;
     this.roofs = roofModel(data.device || {}, allRecords);
-    this.styles = categoryStyles(distinct(this.rows, 'category'));
+    // Colours go to the categories on the chart, most time first (8 colours, then symbols).
+    this.styles = categoryStyles(distinct(this.rows.filter((r) => r.plottable), 'category'));
     const memoryNotes = new Map(this.roofs.memories.filter((m) => m.noBytes).map((m) => [m.name, 'no byte counts in profile']));
     this.build(label, memoryNotes);
     markOnce('builtMs');
@@ -71,7 +73,15 @@ export class ModelView {
     this.addAverageIfMissing(token);
   }
 
+  /** Frees the charts of the previous selection (Plotly keeps window listeners otherwise). */
+  purge() {
+    for (const node of [this.opChart, this.programChart]) if (node && this.Plotly) this.Plotly.purge(node);
+    this.opChart = null;
+    this.programChart = null;
+  }
+
   build(label, memoryNotes) {
+    this.purge();
     const sel = this.sel;
     const title = el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Model'}), el('p', {class: 'muted selection-label', text: label}));
     const parts = [title, devicePanel(this.data, memoryNotes)];
@@ -85,9 +95,10 @@ export class ModelView {
         this.selectedKey = '';
         this.refresh();
       });
-      this.opChart = el('div', {class: 'chart op-chart', id: 'op-chart', role: 'img', 'aria-label': 'Op-level roofline chart'});
+      this.opChart = el('div', {class: 'chart op-chart', id: 'op-chart', role: 'figure', 'aria-label': 'Op-level roofline chart'});
       this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
       this.table = new SortableTable(OP_COLUMNS, {
+        id: 'op-table',
         label: 'Ops of the selection',
         sort: {key: 'self_time_us', dir: 'desc'},
         onSelect: (key) => this.selectOp(key, false),
@@ -123,7 +134,7 @@ export class ModelView {
         ),
       );
     }
-    this.programChart = el('div', {class: 'chart program-chart', id: 'program-chart', role: 'img', 'aria-label': 'Program-level roofline chart'});
+    this.programChart = el('div', {class: 'chart program-chart', id: 'program-chart', role: 'figure', 'aria-label': 'Program-level roofline chart'});
     this.programInfo = el('div', {class: 'notes'});
     this.stepTable = el('div', {class: 'step-table'});
     parts.push(
@@ -269,7 +280,9 @@ export class ModelView {
       info.push(el('p', {class: 'note', 'data-note': 'no-steps', text: 'No step markers in this profile: only the whole-profile point (Total) is shown.'}));
     }
     if (incomplete.size) {
-      info.push(el('p', {class: 'note', text: `Incomplete steps (cut by the profile window) are hollow and left out of the average: ${[...incomplete].join(', ')}.`}));
+      const drawn = points.some((p) => incomplete.has(p.step));
+      info.push(el('p', {class: 'note', text: `Step ${[...incomplete].join(', ')} was cut by the profile window (incomplete): ` +
+        `left out of the average${drawn ? ', drawn hollow' : ' and, having no whole-step row, not drawn'}.`}));
     }
     if (unplaced.length) info.push(el('p', {class: 'note', text: `Not on the chart (no FLOPs or no bytes): ${unplaced.map((p) => p.label).join(', ')}.`}));
     show(this.programInfo, info);
@@ -328,7 +341,7 @@ export class ModelView {
   }
 
   redraw() {
-    if (!this.Plotly || this.container.dataset.state !== 'ready') return;
+    if (!this.Plotly || this.container.hidden || this.container.dataset.state !== 'ready') return;
     if (this.rows.length) this.drawOps();
     this.drawPrograms();
   }

@@ -32,7 +32,7 @@ export function ranges(points, roofs) {
   const slowest = Math.min(...roofs.memories.map((m) => m.gbps * G), Infinity);
   const roofLow = Number.isFinite(slowest) ? x0 * slowest : Infinity;
   const y0 = decadeDown(Math.min(Math.min(...ys), roofLow) / 3);
-  const y1 = decadeUp(Math.max(...ys) * 2);
+  const y1 = decadeUp(Math.max(...ys) * 8); // room above the peak for the ridge labels
   return {x: [x0, x1], y: [y0, y1]};
 }
 
@@ -94,7 +94,8 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
     });
   });
 
-  // Ridge points: where each memory roof meets the main compute peak.
+  // Ridge points: where each memory roof meets the main compute peak; labels above the peak,
+  // where no op can be (unless above its roof), stacked so close ridges stay readable.
   const ridges = roofs.memories.filter((m) => m.ridge > 0 && roofs.peak > 0);
   if (ridges.length) {
     traces.push({
@@ -109,8 +110,8 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
       annotations.push({
         x: Math.log10(m.ridge), y: Math.log10(roofs.peak * G), xref: 'x', yref: 'y',
         text: escapeHtml(`${m.name} ridge ${num(m.ridge)}`), showarrow: true, arrowhead: 0,
-        arrowwidth: 1, arrowcolor: c.muted, ax: 0, ay: 22 + 15 * i, font: {size: 10, color: c.muted},
-        bgcolor: c.paper, name: 'ridge-label',
+        arrowwidth: 1, arrowcolor: c.muted, ax: 0, ay: -(18 + 15 * i), font: {size: 10, color: c.muted},
+        name: 'ridge-label',
       });
     });
   }

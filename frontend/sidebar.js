@@ -14,8 +14,9 @@ function hostOptions(hosts) {
 }
 
 function stepNote(steps) {
-  if (steps && !steps.has_step_markers) return el('p', {class: 'hint', 'data-note': 'no-step-markers', text: 'No step markers in this profile: only the whole profile (Total) can be shown.'});
-  const cut = ((steps && steps.steps) || []).filter((s) => !s.complete).map((s) => s.step_num);
+  if (!steps) return null;
+  if (!steps.has_step_markers) return el('p', {class: 'hint', 'data-note': 'no-step-markers', text: 'No step markers in this profile: only the whole profile (Total) can be shown.'});
+  const cut = (steps.steps || []).filter((s) => !s.complete).map((s) => s.step_num);
   if (cut.length) return el('p', {class: 'hint', text: `Step ${cut.join(', ')} was cut by the profile window (incomplete) and is left out of the average.`});
   return null;
 }

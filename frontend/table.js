@@ -7,9 +7,9 @@ import {el} from './dom.js';
 export class SortableTable {
   /**
    * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
-   * options: {label, sort: {key, dir}, onSelect(key), onSort()}.
+   * options: {id, label, sort: {key, dir}, onSelect(key), onSort()}.
    */
-  constructor(columns, {label, sort, onSelect, onSort} = {}) {
+  constructor(columns, {id, label, sort, onSelect, onSort} = {}) {
     this.columns = columns;
     this.sort = sort || {key: columns[0].key, dir: 'asc'};
     this.onSelect = onSelect;
@@ -31,7 +31,7 @@ export class SortableTable {
       headRow.append(th);
     }
     this.body = el('tbody');
-    this.table = el('table', {class: 'data-table'}, el('caption', {class: 'sr-only', text: label || ''}), el('thead', {}, headRow), this.body);
+    this.table = el('table', {class: 'data-table', id}, el('caption', {class: 'sr-only', text: label || ''}), el('thead', {}, headRow), this.body);
     this.element = el('div', {class: 'table-wrap'}, this.table);
     this.body.addEventListener('click', (event) => this.activate(event.target));
     this.body.addEventListener('keydown', (event) => {

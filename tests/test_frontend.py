@@ -1,0 +1,701 @@
+"""The roofline tab in a real browser, against a real ``tensorboard`` process.
+
+One TensorBoard serves a demo logdir (`demo_data.write_demo_logdir`), a tiny profile whose op
+name is an HTML payload and, when the shared samples are there, `tpu_inference_2`. Chromium
+(Debian's, never downloaded) opens `/#roofline` and the tests work inside the plugin's iframe,
+comparing what the page shows with what the HTTP API returns. Every page is checked for
+console errors, dialogs and requests to other hosts; screenshots go to `test-artifacts/`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM}", allow_module_level=True)
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright for Python is not installed"
+)
+
+from tiny_tpu import CORE_EVENTS, OPS, US, tiny_tpu  # noqa: E402
+
+from tb_roofline_plugin import demo_data  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "test-artifacts"
+SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/xprof/tpu_inference_2.xplane.pb"
+XSS = "<img src=x onerror=alert(1)>"
+TRAIN = "train_v5p/2026_01_01_00_00_00"
+XSS_RUN = "xss/run1"
+SHARED_RUN = "shared_tpu/run1"
+BROKEN_RUN = "broken/run1"
+EMPTY_RUN = "empty/run1"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+G = 1e9
+
+
+# ----------------------------------------------------------------------------- server
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write_logdir(logdir: Path) -> None:
+    demo_data.write_demo_logdir(logdir)
+    ops = dict(OPS)
+    ops[XSS] = ("loop fusion", 3_000_000, 500_000, None)
+    events = [[*CORE_EVENTS[0], (XSS, 13 * US, US)], CORE_EVENTS[1]]
+    xss = logdir / "xss/plugins/profile/run1/tiny.xplane.pb"
+    xss.parent.mkdir(parents=True)
+    xss.write_bytes(tiny_tpu(core_events=events, ops=ops).SerializeToString())
+    empty = logdir / "empty/plugins/profile/run1/e.xplane.pb"
+    empty.parent.mkdir(parents=True)
+    empty.write_bytes(tiny_tpu(core_events=[[]]).SerializeToString())
+    broken = logdir / "broken/plugins/profile/run1/h.xplane.pb"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"\x0a\xff\xff\xff not a profile")
+    if SHARED_SAMPLE.is_file():
+        shared = logdir / "shared_tpu/plugins/profile/run1" / SHARED_SAMPLE.name
+        shared.parent.mkdir(parents=True)
+        shutil.copyfile(SHARED_SAMPLE, shared)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("frontend_logdir")
+    _write_logdir(logdir)
+    port = _free_port()
+    exe = Path(sys.executable).with_name("tensorboard")
+    log_path = logdir.parent / "tensorboard.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 90
+            while True:
+                if proc.poll() is not None:
+                    raise AssertionError(f"tensorboard exited: {log_path.read_text()[-2000:]}")
+                try:
+                    with urllib.request.urlopen(f"{base}/data/plugins_listing", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError("tensorboard did not answer within 90 s")
+                time.sleep(0.2)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def api(base: str, route: str, **params):
+    return get_json(f"{base}/data/plugin/roofline/{route}?{urllib.parse.urlencode(params)}")
+
+
+def api_error(base: str, route: str, **params) -> str:
+    try:
+        api(base, route, **params)
+    except urllib.error.HTTPError as err:
+        return json.loads(err.read())["error"]
+    raise AssertionError(f"{route} {params} did not fail")
+
+
+def records(data: dict, step="total", include=True):
+    """(program, op records) of one selection, as the page picks them."""
+    kind = {"total": "ALL", "average": "AVERAGE_STEP"}.get(str(step), "PER_STEP")
+    chosen = [
+        r
+        for r in data["database"]["roofline_model_record"]
+        if bool(r.get("include_infeed_outfeed")) == include
+        and r.get("record_type", "ALL") == kind
+        and (kind != "PER_STEP" or str(r.get("step_num", 0)) == str(step))
+    ]
+    program = next(r for r in chosen if int(r.get("rank", 0)) == 0)
+    return program, [r for r in chosen if int(r.get("rank", 0)) > 0]
+
+
+def plottable(r: dict) -> bool:
+    return r.get("measured_flop_rate", 0) > 0 and r.get("bottleneck_operational_intensity", 0) > 0
+
+
+def key(r: dict) -> str:
+    return f"{r['hlo_module_id']}:{r['hlo_name']}"
+
+
+# ----------------------------------------------------------------------------- browser
+
+
+class Session:
+    """A page with what it did recorded: console errors, dialogs, requests to other hosts."""
+
+    def __init__(self, context, base: str):
+        self.base = base
+        self.page = context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.foreign: list[str] = []
+        self.failed: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.on("dialog", self._dialog)
+        self.page.on("request", self._request)
+        self.page.on(
+            "response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}")
+        )
+
+    def _dialog(self, dialog):
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _request(self, request):
+        host = urllib.parse.urlparse(request.url).hostname
+        if request.url.startswith(("http:", "https:", "ws:", "wss:")) and host != "127.0.0.1":
+            self.foreign.append(request.url)
+
+    def open(self, selection: dict | None = None):
+        """Opens the tab (optionally with a remembered selection) and returns its frame."""
+        seed = json.dumps(json.dumps(selection or {}))
+        self.page.add_init_script(
+            "if (window === window.top && !sessionStorage.getItem('seeded')) {"
+            f"  localStorage.setItem('tb-roofline.selection', {seed});"
+            "  sessionStorage.setItem('seeded', '1'); }"
+        )
+        self.page.goto(f"{self.base}/#roofline")
+        return self.frame()
+
+    def show(self, run: str, host: str, step: str = "total"):
+        """Selects run, host and step in the sidebar (Roofline Model), filters reset."""
+        frame = self.frame()
+        if frame.locator("#tool-select").input_value() != "model":
+            frame.select_option("#tool-select", "model")
+        frame.wait_for_selector("#run-select")
+        for control, value, want in (
+            ("#run-select", run, {"run": run}),
+            ("#host-select", host, {"run": run, "host": host}),
+            ("#step-select", step, {"run": run, "host": host, "step": step}),
+        ):
+            if frame.locator(control).input_value() != value:
+                frame.select_option(control, value)
+            wait_view(frame, **want)
+        if frame.locator("#filter-reset").count():
+            frame.click("#filter-reset")
+        return frame
+
+    def reset(self) -> None:
+        """Forgets what earlier tests recorded."""
+        for log in (self.errors, self.dialogs, self.foreign, self.failed):
+            log.clear()
+
+    def frame(self):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for frame in self.page.frames:
+                if "plugin_entry" in frame.url:
+                    return frame
+            self.page.wait_for_timeout(25)
+        raise AssertionError("the plugin iframe never appeared")
+
+    def shot(self, name: str, frame=None) -> None:
+        """A screenshot 1280 px wide, as tall as the tab's content."""
+        ARTIFACTS.mkdir(exist_ok=True)
+        frame = frame or self.frame()
+        height = frame.evaluate("document.documentElement.scrollHeight")
+        self.page.set_viewport_size({"width": 1280, "height": min(height + 70, 4000)})
+        self.page.wait_for_timeout(400)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+        self.page.set_viewport_size({"width": 1280, "height": 900})
+
+    def assert_clean(self) -> None:
+        assert self.errors == [], f"console errors: {self.errors} (failed requests: {self.failed})"
+        assert self.dialogs == [], f"dialogs opened: {self.dialogs}"
+        assert self.foreign == [], f"requests to other hosts: {self.foreign}"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    """One context for the module: the 4.8 MB chart library is fetched and compiled once."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def tab(context, server):
+    """The TensorBoard page with the tab open, loaded once for the module."""
+    s = Session(context, server)
+    s.open()
+    yield s
+    s.page.close()
+
+
+@pytest.fixture
+def session(tab):
+    tab.reset()
+    return tab
+
+
+VIEW_READY = """([view, want]) => {
+  const node = document.getElementById(view);
+  if (!node || node.hidden || node.dataset.state !== 'ready') return false;
+  const shown = JSON.parse(node.dataset.view || '{}');
+  return Object.entries(want).every(([k, v]) => JSON.stringify(shown[k]) === JSON.stringify(v));
+}"""
+
+OP_POINTS = """() => {
+  const gd = document.getElementById('op-chart');
+  if (!gd || !gd.data) return null;
+  return gd.data.filter((t) => t.meta && t.meta.kind === 'ops')
+    .flatMap((t) => t.x.map((x, i) => [x, t.y[i], t.customdata[i]]));
+}"""
+
+TRACES = """(id) => document.getElementById(id).data.map((t) => ({
+  meta: t.meta || {}, x: t.x, y: t.y, n: (t.x || []).length }))"""
+
+TABLE = """(id) => [...document.querySelectorAll(`#${id} tbody tr`)].map((tr) =>
+  [...tr.children].map((td) => (td.querySelector('.op-name') || td).textContent))"""
+
+HEADERS = """(id) => [...document.querySelectorAll(`#${id} thead th button span:first-child`)]
+  .map((s) => s.textContent)"""
+
+
+def wait_view(frame, view="model-view", **want):
+    frame.wait_for_function(VIEW_READY, arg=[view, want])
+
+
+def wait_points(frame, count: int):
+    frame.wait_for_function(
+        f"() => {{ const p = ({OP_POINTS})(); return p !== null && p.length === {count}; }}"
+    )
+    return frame.evaluate(OP_POINTS)
+
+
+def column(frame, label: str, table="op-table") -> list[str]:
+    index = frame.evaluate(HEADERS, table).index(label)
+    return [row[index] for row in frame.evaluate(TABLE, table)]
+
+
+def number(text: str) -> float:
+    return float(text.replace(",", "").replace("%", "").replace("\u2212", "-"))
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def test_tab_opens_with_every_op_point_and_roof(session, server):
+    listing = get_json(f"{server}/data/plugins_listing")
+    tab = listing["roofline"]["tab_name"]
+    assert listing["roofline"]["enabled"] is True
+    runs = api(server, "runs")
+    host = api(server, "hosts", run=runs[0])[0]
+    frame = session.show(runs[0], host)  # the first run is what the tab opens with
+    wait_view(frame, run=runs[0], host=host, step="total", include=True)
+    assert session.page.get_by_role("tab", name=tab, selected=True).is_visible()
+
+    data = api(server, "data", run=runs[0], host=host, format="json")
+    program, ops = records(data)
+    expected = {
+        key(r): (r["bottleneck_operational_intensity"], r["measured_flop_rate"] * G)
+        for r in ops
+        if plottable(r)
+    }
+    points = wait_points(frame, len(expected))
+    assert 0 < len(expected) < len(ops)  # some ops have no FLOPs: table only
+    for x, y, k in points:
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    unplaced = len(ops) - len(expected)
+    note = frame.locator("[data-note=not-plotted]").text_content()
+    assert note.startswith(f"{unplaced} ops have no FLOPs")
+    assert len(frame.evaluate(TABLE, "op-table")) == len(ops)
+
+    # Roofs: one per memory with a peak, one per distinct compute ceiling; every memory roof
+    # has slope = its bandwidth in bytes/s, so it meets the peak exactly at the ridge point.
+    device = data["device"]
+    traces = frame.evaluate(TRACES, "op-chart")
+    roofs = [t for t in traces if t["meta"].get("kind") == "roof"]
+    ceilings = [t for t in traces if t["meta"].get("kind") == "ceiling"]
+    peaks = set(device["dtype_peak_gflops"].values()) | {device["peak_flop_rate_gflops"]}
+    assert len(roofs) == len(device["memories"]) == 3
+    assert len(ceilings) == len(peaks)
+    for memory, roof in zip(device["memories"], roofs):
+        assert roof["meta"]["memory"] == memory["name"]
+        for x, y in zip(roof["x"], roof["y"]):
+            assert math.isclose(y / x, memory["peak_gbps"] * G)
+        ridge_y = memory["ridge_point"] * memory["peak_gbps"] * G
+        assert math.isclose(ridge_y, device["peak_flop_rate_gflops"] * G)
+    ridge = next(t for t in traces if t["meta"].get("kind") == "ridge")
+    assert sorted(ridge["x"]) == pytest.approx(sorted(m["ridge_point"] for m in device["memories"]))
+    star = next(t for t in traces if t["meta"].get("kind") == "program")
+    assert star["x"] == pytest.approx([program["bottleneck_operational_intensity"]])
+    assert star["y"] == pytest.approx([program["measured_flop_rate"] * G])
+
+    text = frame.locator("details.device").text_content()
+    assert device["device_type"] in text and "the profile" in text
+    assert data["database"]["diagnostics"]["warnings"][0] in text
+    session.shot("model_light", frame)
+    session.assert_clean()
+
+
+def test_filters_change_points_and_rows_and_sorting_orders_values(session, server):
+    frame = session.show(TRAIN, "host0", "total")
+    _, ops = records(api(server, "data", run=TRAIN, host="host0", format="json"))
+    wait_points(frame, sum(map(plottable, ops)))
+
+    loop = [r for r in ops if r["hlo_category"] == "loop fusion"]
+    frame.select_option("#filter-category", "loop fusion")
+    assert len(wait_points(frame, sum(map(plottable, loop)))) < sum(map(plottable, ops))
+    assert sorted(column(frame, "Operation")) == sorted(r["hlo_name"] for r in loop)
+
+    frame.fill("#filter-topn", "3")
+    wait_points(
+        frame, sum(map(plottable, sorted(loop, key=lambda r: -r["total_self_time_in_us"])[:3]))
+    )
+    assert len(frame.evaluate(TABLE, "op-table")) == 3
+    frame.fill("#filter-topn", "")
+
+    frame.fill("#filter-regex", "fusion.(")  # invalid: a message, no exception
+    error = frame.locator(".filter-error")
+    assert "not a valid regular expression" in error.text_content()
+    assert len(frame.evaluate(TABLE, "op-table")) == len(loop)
+    frame.fill("#filter-regex", r"^fusion\.2")
+    assert error.text_content() == ""
+    names = column(frame, "Operation")
+    assert names and all(n.startswith("fusion.2") for n in names)
+    frame.click("#filter-reset")
+    wait_points(frame, sum(map(plottable, ops)))
+
+    # Without infeed/outfeed: the other record set.
+    data = api(server, "data", run=TRAIN, host="host0", format="json")
+    _, without = records(data, include=False)
+    frame.uncheck("#include-toggle")
+    wait_view(frame, run=TRAIN, host="host0", step="total", include=False)
+    assert len(wait_points(frame, sum(map(plottable, without)))) > 0
+    assert sorted(column(frame, "Operation")) == sorted(r["hlo_name"] for r in without)
+    assert len(without) < len(ops)
+    frame.check("#include-toggle")
+    wait_view(frame, run=TRAIN, host="host0", step="total", include=True)
+
+    header = frame.locator("#op-table thead th[data-key=gflops] button")
+    header.click()  # numbers sort largest first
+    values = [number(v) for v in column(frame, "GFLOP/s")]
+    assert values == sorted(values, reverse=True) and len(values) == len(ops)
+    assert (
+        frame.locator("#op-table thead th[data-key=gflops]").get_attribute("aria-sort")
+        == "descending"
+    )
+    header.press("Enter")  # keyboard: again reverses
+    values = [number(v) for v in column(frame, "GFLOP/s")]
+    assert values == sorted(values)
+    frame.locator("#op-table thead th[data-key=wasted_rank] button").press("Space")
+    ranks = [int(v) for v in column(frame, "Wasted rank")]
+    assert ranks == sorted(ranks, reverse=True)
+    session.assert_clean()
+
+
+def test_clicking_a_dot_selects_its_row_and_a_row_rings_its_dot(session, server):
+    frame = session.show(TRAIN, "host0", "total")
+    _, ops = records(api(server, "data", run=TRAIN, host="host0", format="json"))
+    points = wait_points(frame, sum(map(plottable, ops)))
+    pixels = frame.evaluate(
+        """(points) => { const gd = document.getElementById('op-chart');
+          const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+          return points.map(([x, y]) =>
+            [xa._offset + xa.l2p(Math.log10(x)), ya._offset + ya.l2p(Math.log10(y))]); }""",
+        points,
+    )
+
+    def room(i):  # distance to the nearest other dot
+        return min(math.dist(pixels[i], p) for j, p in enumerate(pixels) if j != i)
+
+    best = max(range(len(points)), key=room)
+    k = points[best][2]
+    pixel = pixels[best]
+    frame.locator("#op-chart").click(position={"x": pixel[0], "y": pixel[1]})
+    selected = frame.locator("#op-table tbody tr.selected")
+    selected.wait_for()
+    assert selected.get_attribute("data-key") == k
+
+    other = next(r for r in ops if plottable(r) and key(r) != k)
+    frame.locator(f"#op-table tbody tr[data-key='{key(other)}']").press("Enter")
+    frame.wait_for_function(
+        """(k) => document.getElementById('op-chart').data
+          .find((t) => t.meta && t.meta.kind === 'highlight').meta.key === k""",
+        arg=key(other),
+    )
+    ring = next(t for t in frame.evaluate(TRACES, "op-chart") if t["meta"]["kind"] == "highlight")
+    assert ring["x"] == pytest.approx([other["bottleneck_operational_intensity"]])
+    session.assert_clean()
+
+
+def test_choosing_a_step_draws_that_steps_records(session, server):
+    frame = session.show(TRAIN, "ALL_HOSTS", "total")
+    options = frame.locator("#step-select option").all_text_contents()
+    assert options[:3] == ["Total (whole profile)", "Average step", "Step 0 (incomplete)"]
+    frame.select_option("#host-select", "host1")
+    wait_view(frame, run=TRAIN, host="host1", step="total")
+    frame.select_option("#step-select", "3")
+    wait_view(frame, run=TRAIN, host="host1", step="3")
+
+    data = api(server, "data", run=TRAIN, host="host1", format="json", step=3)
+    program, ops = records(data, step=3)
+    assert all(r["record_type"] == "PER_STEP" and r["step_num"] == 3 for r in ops)
+    total_program, _ = records(api(server, "data", run=TRAIN, host="host1", format="json"))
+    assert program["total_time_in_us"] < total_program["total_time_in_us"]
+    expected = {
+        key(r): (r["bottleneck_operational_intensity"], r["measured_flop_rate"] * G)
+        for r in ops
+        if plottable(r)
+    }
+    for x, y, k in wait_points(frame, len(expected)):
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    star = next(t for t in frame.evaluate(TRACES, "op-chart") if t["meta"].get("kind") == "program")
+    assert star["y"] == pytest.approx([program["measured_flop_rate"] * G])
+    times = [number(v) for v in column(frame, "Self time (µs)")]
+    assert sum(times) == pytest.approx(
+        sum(r["total_self_time_in_us"] for r in ops), abs=0.05 * len(ops)
+    )
+    chosen = frame.locator(".step-table tr.selected th").text_content()
+    assert chosen == "Step 3"
+    # The program chart: Total, Average step and each step with a Program row.
+    total = api(server, "data", run=TRAIN, host="host1", format="json")
+    rows = [
+        r
+        for r in total["database"]["roofline_model_record"]
+        if r["hlo_name"] == "Program" and r["include_infeed_outfeed"] and plottable(r)
+    ]
+    assert {r["record_type"] for r in rows} == {"ALL", "AVERAGE_STEP", "PER_STEP"}
+    program_points = sum(
+        t["n"]
+        for t in frame.evaluate(TRACES, "program-chart")
+        if t["meta"].get("kind") == "program-points"
+    )
+    assert program_points == len(rows)
+    session.shot("model_step3", frame)
+    session.assert_clean()
+
+
+def test_compare_draws_arrows_and_the_delta_table(session, server):
+    frame = session.show(TRAIN, "host0", "1")
+    frame.select_option("#tool-select", "compare")
+    a = {"run": TRAIN, "host": "host0", "step": "1"}
+    b = {"run": TRAIN, "host": "host1", "step": "1"}
+    wait_view(frame, "compare-view", a=a, b=b)
+    frame.select_option("#b-step", "average")
+    b["step"] = "average"
+    wait_view(frame, "compare-view", a=a, b=b)
+
+    result = api(
+        server,
+        "compare",
+        **{f"{s}_{k}": v for s, sel in (("a", a), ("b", b)) for k, v in sel.items()},
+    )
+    _, ops_a = records(api(server, "data", run=TRAIN, host="host0", format="json", step=1), step=1)
+    _, ops_b = records(
+        api(server, "data", run=TRAIN, host="host1", format="json", step="average"), step="average"
+    )
+    by_a = {key(r): r for r in ops_a}
+    by_b = {key(r): r for r in ops_b}
+    matched = [
+        op
+        for op in result["ops"]
+        if not op["only_in"]
+        and plottable(by_a[f"{op['program']}:{op['operation']}"])
+        and plottable(by_b[f"{op['program']}:{op['operation']}"])
+    ]
+    arrows = frame.evaluate(
+        "() => document.getElementById('compare-chart').layout.annotations"
+        ".filter((a) => a.name === 'op-arrow')"
+    )
+    assert len(arrows) == len(matched) > 0
+    first = by_b[f"{matched[0]['program']}:{matched[0]['operation']}"]
+    assert arrows[0]["x"] == pytest.approx(math.log10(first["bottleneck_operational_intensity"]))
+    assert all(a["showarrow"] and a["arrowhead"] for a in arrows)
+
+    assert len(frame.evaluate(TABLE, "compare-table")) == len(result["ops"])
+    assert column(frame, "Operation", "compare-table") == [op["operation"] for op in result["ops"]]
+    summary = frame.locator("#compare-summary").text_content()
+    assert "Program time per step" in summary and "roofline efficiency" in summary
+    assert ("B is slower" in summary) == (result["program"]["time_us_delta"] > 0)
+    session.shot("compare", frame)
+    session.assert_clean()
+
+
+def test_csv_and_json_exports_match_the_table(session, server):
+    frame = session.show(TRAIN, "host0", "total")
+    frame.select_option("#filter-bound", "HBM")
+    frame.locator("#op-table thead th[data-key=wasted_us] button").click()
+    shown = frame.evaluate(TABLE, "op-table")
+    headers = frame.evaluate(HEADERS, "op-table")
+
+    with session.page.expect_download() as info:
+        frame.click("#model-view [aria-label='Table export'] button:text-is('CSV')")
+    download = info.value
+    assert download.suggested_filename.endswith(".csv")
+    rows = list(csv.reader(io.StringIO(Path(download.path()).read_text(encoding="utf-8"))))
+    header, body = rows[0], rows[1:]
+    assert header == headers[:2] + ["Guidance"] + headers[2:]
+    assert len(body) == len(shown) > 0
+    assert [r[1] for r in body] == [r[1] for r in shown]
+    assert {r[header.index("Bound by")] for r in body} == {"HBM"}
+    wasted = [float(r[header.index("Wasted (µs)")]) for r in body]
+    assert wasted == sorted(wasted, reverse=True)
+    for row, cells in zip(body, shown):
+        assert float(row[header.index("Self time (µs)")]) == pytest.approx(
+            number(cells[headers.index("Self time (µs)")]), abs=0.051
+        )
+
+    with session.page.expect_download() as info:
+        frame.click("#model-view [aria-label='Table export'] button:text-is('JSON')")
+    exported = json.loads(Path(info.value.path()).read_text(encoding="utf-8"))
+    assert [r["operation"] for r in exported["rows"]] == [r[1] for r in shown]
+    assert exported["filters"]["boundBy"] == "HBM"
+
+    with session.page.expect_download() as info:
+        frame.click("#model-view [aria-label='Chart export'] button:text-is('SVG')")
+    assert Path(info.value.path()).read_text(encoding="utf-8").lstrip().startswith("<svg")
+    session.assert_clean()
+
+
+def test_dark_mode_follows_tensorboard_live(session, server):
+    frame = session.show(TRAIN, "host0", "total")
+    colours = """() => [getComputedStyle(document.body).backgroundColor,
+      getComputedStyle(document.querySelector('#op-chart .main-svg')).backgroundColor,
+      document.getElementById('op-chart')._fullLayout.paper_bgcolor]"""
+    assert frame.evaluate(colours) == ["rgb(255, 255, 255)", "rgb(255, 255, 255)", "#ffffff"]
+    session.page.evaluate("document.body.classList.add('dark-mode')")
+    frame.wait_for_function(f"() => ({colours})()[1] === 'rgb(30, 31, 34)'")
+    assert frame.evaluate(colours) == ["rgb(30, 31, 34)", "rgb(30, 31, 34)", "#1e1f22"]
+    program_paper = frame.evaluate(
+        "document.getElementById('program-chart')._fullLayout.paper_bgcolor"
+    )
+    assert program_paper == "#1e1f22"
+    session.shot("model_dark", frame)
+    session.page.evaluate("document.body.classList.remove('dark-mode')")
+    frame.wait_for_function(f"() => ({colours})()[1] === 'rgb(255, 255, 255)'")
+    session.assert_clean()
+
+
+def test_profile_strings_are_shown_as_text_and_run_nothing(session, server):
+    frame = session.show(XSS_RUN, "tiny", "total")
+    _, ops = records(api(server, "data", run=XSS_RUN, host="tiny", format="json"))
+    points = wait_points(frame, sum(map(plottable, ops)))
+    assert XSS in column(frame, "Operation")
+    assert frame.get_by_text(XSS, exact=True).count() == 1
+    # Hover the op: Plotly renders the (escaped) name as text, no element.
+    index = [p[2] for p in points].index(f"7:{XSS}")
+    frame.evaluate(
+        """(i) => { const gd = document.getElementById('op-chart');
+          let n = i; for (const [c, t] of gd.data.entries()) {
+            if (!(t.meta && t.meta.kind === 'ops')) continue;
+            if (n < t.x.length) { Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: n}]); return; }
+            n -= t.x.length; } }""",
+        index,
+    )
+    hover = frame.locator("#op-chart .hoverlayer")
+    assert XSS in hover.text_content()
+    session.page.wait_for_timeout(300)
+    assert frame.evaluate("document.querySelectorAll('img').length") == 0
+    assert session.page.locator("img[src=x]").count() == 0
+    session.shot("xss_profile", frame)
+    assert session.dialogs == []
+    session.assert_clean()
+
+
+def test_no_step_markers_and_errors_are_said_in_words(session, server):
+    run = "inference_v6e/2026_01_01_00_00_00"
+    frame = session.show(run, "host0", "total")
+    assert frame.locator("#step-select option").all_text_contents() == ["Total (whole profile)"]
+    assert (
+        "No step markers in this profile"
+        in frame.locator("[data-note=no-step-markers]").text_content()
+    )
+    # A profile whose devices ran nothing: said so, with the device panel still there.
+    frame.select_option("#run-select", EMPTY_RUN)
+    wait_view(frame, run=EMPTY_RUN, host="e", step="total")
+    assert (
+        "This profile has no device ops"
+        in frame.locator("#model-view .status.empty").text_content()
+    )
+    assert "TPU test" in frame.locator("details.device").text_content()
+    session.shot("empty_profile", frame)
+    # A corrupt profile: the API's own message (HTTP 422), in the page.
+    frame.select_option("#run-select", BROKEN_RUN)
+    error = frame.locator("#model-view .status.error")
+    error.wait_for()
+    message = api_error(server, "data", run=BROKEN_RUN, host="h", format="json", step="total")
+    assert "not a valid XSpace profile" in message and message in error.text_content()
+    session.shot("error_state", frame)
+    # The failed request itself is logged by the browser; nothing else may be.
+    session.errors = [e for e in session.errors if "status of 422" not in e]
+    session.assert_clean()
+
+
+@pytest.mark.skipif(not SHARED_SAMPLE.is_file(), reason=f"shared sample {SHARED_SAMPLE} not found")
+def test_first_paint_of_the_op_chart_for_the_shared_tpu_sample(browser, server):
+    """Cold (first load after server start, fresh browser) and cached (reload) first paint."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        session = Session(context, server)
+        host = SHARED_SAMPLE.name.removesuffix(".xplane.pb")
+        timings = {}
+        frame = session.open({"run": SHARED_RUN, "host": host, "tool": "model", "step": "total"})
+        for load in ("cold", "cached"):
+            if load == "cached":
+                session.page.reload()
+                frame = session.frame()
+            frame.wait_for_function(
+                "() => window.__roofline && window.__roofline.opChartFirstPaintMs", timeout=120_000
+            )
+            timings[load] = frame.evaluate("window.__roofline")
+        wait_view(frame, run=SHARED_RUN, host=host, step="total")
+        ARTIFACTS.mkdir(exist_ok=True)
+        (ARTIFACTS / "first_paint.json").write_text(json.dumps(timings, indent=2))
+        session.shot("shared_tpu_sample", frame)
+        print({k: round(v["opChartFirstPaintMs"]) for k, v in timings.items()})
+        assert 0 < timings["cached"]["opChartFirstPaintMs"] < 30_000
+        assert 0 < timings["cold"]["opChartFirstPaintMs"] < 120_000
+        session.assert_clean()
+    finally:
+        context.close()
