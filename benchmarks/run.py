@@ -7,7 +7,7 @@ writes caches next to the profile). Wall time is the median, peak RSS (``os.wait
 maximum over repeats. Then warm requests against a cached host: another step, another
 format, through the same service the HTTP routes use.
 
-    python benchmarks/run.py [--sizes 10,100] [--shapes tpu,gpu] [--repeat 3] [--no-xprof]
+    python benchmarks/run.py [--sizes 10,100,1000] [--shapes gpu,tpu,cpu] [--repeat 3] [--no-xprof]
 
 XProf runs from benchmarks/.xprof-venv (created with `pip install xprof` when missing).
 """
@@ -74,7 +74,7 @@ def generated(out: Path, shape: str, megabytes: int, **extra) -> Path:
     suffix = "".join(f"_{k}{v}" for k, v in extra.items())
     path = out / f"{shape}_{megabytes}mb{suffix}.xplane.pb"
     if not path.exists():
-        spec = {"tpu": "TpuSpec", "gpu": "GpuSpec"}[shape]
+        spec = {"tpu": "TpuSpec", "gpu": "GpuSpec", "cpu": "CpuSpec"}[shape]
         args = ", ".join(f"{k}={v!r}" for k, v in extra.items())
         code = (
             f"import sys; from tb_roofline_plugin.demo_data import {spec}, {shape}_xspace, "
@@ -158,7 +158,7 @@ def warm_requests(path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100", help="generated profile sizes in MB")
-    parser.add_argument("--shapes", default="gpu,tpu", help="generated shapes: gpu, tpu")
+    parser.add_argument("--shapes", default="gpu,tpu,cpu", help="generated shapes: gpu, tpu, cpu")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-xprof", action="store_true", help="skip XProf")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out")

@@ -73,51 +73,75 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     )
 
 
-def cpu_ops_db(
-    events: HostEvents, modules: dict[int, ModuleCosts], take: np.ndarray, total_time_ps: int
-) -> tuple[OpMetricsDb, OpMetricsDb | None]:
-    """(op metrics, ops not found in any HLO module) of the selected op events."""
+def cpu_ops_dbs(
+    events: HostEvents, modules: dict[int, ModuleCosts], group: np.ndarray, totals: list[int]
+) -> tuple[list[OpMetricsDb], OpMetricsDb | None]:
+    """One db per group (the whole profile, or each step) of the op events in one pass.
+
+    ``group`` is each op event's group (-1: none). Also returns the ops not found in any
+    HLO module (over all groups).
+    """
     keys: dict[tuple[int, str], int] = {}
-    rows = np.empty(len(events.op_name), np.int64)
-    for i in np.nonzero(take)[0].tolist():
-        rows[i] = keys.setdefault((events.op_program[i], events.op_name[i]), len(keys))
-    n = len(keys)
-    index = rows[take]
-    occurrences = np.bincount(index, minlength=n)
-    time_ps = np.bincount(index, weights=(events.op_end - events.op_begin)[take], minlength=n)
-    self_ps = np.bincount(index, weights=events.op_self[take], minlength=n)
-    known, unknown = [], []
-    cols = empty_columns(n)
+    op = np.fromiter(
+        (keys.setdefault(k, len(keys)) for k in zip(events.op_program, events.op_name)),
+        np.int64,
+        len(events.op_name),
+    )
+    n, count = len(keys), len(totals)
+    use = group >= 0
+    cell = group[use] * n + op[use]
+
+    def binned(weights=None) -> np.ndarray:
+        return np.bincount(cell, weights=weights, minlength=count * n).reshape(count, n)
+
+    occurrences = binned()
+    time_ps = binned((events.op_end - events.op_begin)[use])
+    self_ps = binned(events.op_self[use])
+    static = empty_columns(n)
+    per_exec = np.zeros((n, 3))  # flops, bytes accessed, bytes written per execution
+    known = np.zeros(n, bool)
     for (program, name), row in keys.items():
         module = modules.get(program)
         cost = module.cost(name) if module is not None else None
-        cols["program_id"][row] = program
-        cols["name"][row] = name
+        static["program_id"][row] = program
+        static["name"][row] = name
         if cost is None:
-            cols["category"][row] = "op without HLO module"
-            unknown.append(row)
+            static["category"][row] = "op without HLO module"
             continue
-        known.append(row)
-        execs = occurrences[row]
-        cols["category"][row] = module.category(name)
-        cols["flops"][row] = cols["model_flops"][row] = cost.flops * execs
-        cols["bytes_accessed"][row] = cost.bytes_accessed * execs
-        written = cost.bytes_written * execs
-        read = max(cost.bytes_accessed * execs - written, 0.0)
-        cols["breakdown"][row, HBM, READ] = read
-        cols["breakdown"][row, HBM, WRITE] = written
-        cols["has_breakdown"][row] = read > 0 or written > 0
-        cols["source_file"][row], cols["source_line"][row], cols["source_stack"][row] = (
+        known[row] = True
+        static["category"][row] = module.category(name)
+        per_exec[row] = (cost.flops, cost.bytes_accessed, cost.bytes_written)
+        static["source_file"][row], static["source_line"][row], static["source_stack"][row] = (
             module.source(name)
         )
-        cols["dtype"][row] = cost.dtype
-    cols["occurrences"] = occurrences.astype(np.int64)
-    cols["time_ps"] = time_ps.astype(np.int64)
-    cols["self_time_ps"] = self_ps.astype(np.int64)
-    cols["normalized_time_ps"] = time_ps
-    db = OpMetricsDb(**cols, total_time_ps=int(total_time_ps))
-    missing = db.take(np.asarray(unknown, np.int64)) if unknown else None
-    return db.take(np.asarray(known, np.int64)), missing
+        static["dtype"][row] = cost.dtype
+    dbs = []
+    for g in range(count):
+        execs = occurrences[g].astype(np.float64)
+        cols = dict(static)
+        cols["flops"] = cols["model_flops"] = per_exec[:, 0] * execs
+        cols["bytes_accessed"] = per_exec[:, 1] * execs
+        written = per_exec[:, 2] * execs
+        read = np.maximum(cols["bytes_accessed"] - written, 0.0)
+        breakdown = np.zeros((n, 3, 2))
+        breakdown[:, HBM, READ] = read
+        breakdown[:, HBM, WRITE] = written
+        cols["breakdown"] = breakdown
+        cols["has_breakdown"] = (read > 0) | (written > 0)
+        cols["occurrences"] = occurrences[g].astype(np.int64)
+        cols["time_ps"] = time_ps[g].astype(np.int64)
+        cols["self_time_ps"] = self_ps[g].astype(np.int64)
+        cols["normalized_time_ps"] = time_ps[g]
+        db = OpMetricsDb(**cols, total_time_ps=int(totals[g]))
+        dbs.append(db.take(np.flatnonzero(known & (occurrences[g] > 0))))
+    missing_rows = np.flatnonzero(~known & (occurrences.sum(axis=0) > 0))
+    missing = None
+    if len(missing_rows) and count:
+        whole = OpMetricsDb(**{**static, "occurrences": occurrences.sum(axis=0).astype(np.int64),
+                               "time_ps": time_ps.sum(axis=0).astype(np.int64)},
+                            total_time_ps=int(sum(totals)))  # fmt: skip
+        missing = whole.take(missing_rows)
+    return dbs, missing
 
 
 def cpu_op_stats(
@@ -126,10 +150,9 @@ def cpu_op_stats(
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
     count = len(events.op_name) if events is not None else 0
-    take = np.ones(count, bool)
     if count:
         span = int(events.op_end.max() - events.op_begin.min())
-        all_db, missing = cpu_ops_db(events, modules, take, span)
+        (all_db,), missing = cpu_ops_dbs(events, modules, np.zeros(count, np.int64), [span])
     else:
         all_db, missing = OpMetricsDb(**empty_columns(0)), None
     stats = OpStats(
@@ -152,9 +175,14 @@ def cpu_op_stats(
 
 def cpu_steps(events: HostEvents, modules: dict[int, ModuleCosts]) -> list[StepInfo]:
     """One StepInfo per step root: the ops starting inside it, over its wall time."""
-    steps = []
-    for num, begin, end in events.steps:
-        take = (events.op_begin >= begin) & (events.op_begin < end)
-        db, _ = cpu_ops_db(events, modules, take, end - begin)
-        steps.append(StepInfo(num, end > begin, with_idle(db), duration_ps=end - begin))
-    return steps
+    starts = np.array([b for _, b, _ in events.steps], np.int64)
+    ends = np.array([e for _, _, e in events.steps], np.int64)
+    step = np.searchsorted(starts, events.op_begin, side="right") - 1
+    inside = step >= 0
+    inside[inside] &= events.op_begin[inside] < ends[step[inside]]
+    step = np.where(inside, step, -1)
+    dbs, _ = cpu_ops_dbs(events, modules, step, (ends - starts).tolist())
+    return [
+        StepInfo(num, end > begin, with_idle(db), duration_ps=end - begin)
+        for (num, begin, end), db in zip(events.steps, dbs)
+    ]
