@@ -15,7 +15,7 @@ import numpy as np
 
 from .event_table import line_table, may_have_stats
 from .hlo_cost import ModuleCosts
-from .host_steps import number_steps
+from .host_steps import number_steps, step_roots
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import OpStats, StepInfo
 from .perf_env import PerfEnv, RunEnvironment
@@ -47,11 +47,7 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
         if not may_have_stats(line, wanted):
             continue  # threads without XLA ops or step roots
         table = line_table(line)
-        is_root, _ = table.integers(ids.get("_r"))
-        step_num = table.numbers(ids.get("step_num"))
-        for i in np.flatnonzero(is_root).tolist():
-            num = -1.0 if np.isnan(step_num[i]) else float(step_num[i])
-            roots.append((num, int(table.begin_ps[i]), int(table.end_ps[i])))
+        roots.extend(step_roots(table, ids))
         hlo_op = table.strings(ids.get("hlo_op"), stat_name)
         has_program, program = table.integers(ids.get("program_id"))
         ops = np.flatnonzero(has_program & (hlo_op != None) & (hlo_op != ""))  # noqa: E711

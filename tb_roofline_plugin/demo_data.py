@@ -1604,21 +1604,30 @@ def _gpu_build(
     return space, timeline.end_ps
 
 
+def _repeats_for_size(build, target_bytes: int, origin_ps: int) -> int:
+    """Repeats that make ``build(repeats, origin)``'s profile about ``target_bytes``.
+
+    Two small builds give the size per repeat; offsets (and their varints) grow with the
+    profile, so the estimate is taken again with the origin near the big profile's middle.
+    """
+    small, large = 4, 8
+    probe, end = build(small)
+    size_small = probe.ByteSize()
+    per_repeat = (build(large)[0].ByteSize() - size_small) / (large - small)
+    repeats = max(1, round(small + (target_bytes - size_small) / per_repeat))
+    origin = origin_ps + (end - origin_ps) * repeats // (2 * small)
+    size_small = build(small, origin)[0].ByteSize()
+    per_repeat = (build(large, origin)[0].ByteSize() - size_small) / (large - small)
+    return max(1, round(small + (target_bytes - size_small) / per_repeat))
+
+
 def _gpu_repeats_for(spec: GpuSpec) -> int:
     """Steps (or runs) that make the serialized profile about spec.target_bytes."""
-    default = spec.steps if spec.steps > 0 else _GPU_INFERENCE_RUNS
     if spec.target_bytes <= 0:
-        return default
-    small, large = 4, 8
-    probe, end = _gpu_build(spec, small)
-    size_small = probe.ByteSize()
-    per_repeat = (_gpu_build(spec, large)[0].ByteSize() - size_small) / (large - small)
-    repeats = max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
-    # Offsets grow with the profile, and so do their varints: measure again near its middle.
-    origin = _GPU_ORIGIN_PS + (end - _GPU_ORIGIN_PS) * repeats // (2 * small)
-    size_small = _gpu_build(spec, small, origin)[0].ByteSize()
-    per_repeat = (_gpu_build(spec, large, origin)[0].ByteSize() - size_small) / (large - small)
-    return max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
+        return spec.steps if spec.steps > 0 else _GPU_INFERENCE_RUNS
+    return _repeats_for_size(
+        lambda n, *origin: _gpu_build(spec, n, *origin), spec.target_bytes, _GPU_ORIGIN_PS
+    )
 
 
 def gpu_xspace(spec: GpuSpec = GpuSpec()) -> xplane_pb2.XSpace:
@@ -2055,19 +2064,11 @@ def _cpu_build(
 
 def _cpu_repeats_for(spec: CpuSpec) -> int:
     """Steps (or runs) that make the serialized profile about spec.target_bytes."""
-    default = spec.steps if spec.steps > 0 else _CPU_INFERENCE_RUNS
     if spec.target_bytes <= 0:
-        return default
-    small, large = 4, 8
-    probe, end = _cpu_build(spec, small)
-    size_small = probe.ByteSize()
-    per_repeat = (_cpu_build(spec, large)[0].ByteSize() - size_small) / (large - small)
-    repeats = max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
-    # Offsets grow with the profile, and so do their varints: measure again near its middle.
-    origin = _CPU_ORIGIN_PS + (end - _CPU_ORIGIN_PS) * repeats // (2 * small)
-    size_small = _cpu_build(spec, small, origin)[0].ByteSize()
-    per_repeat = (_cpu_build(spec, large, origin)[0].ByteSize() - size_small) / (large - small)
-    return max(1, round(small + (spec.target_bytes - size_small) / per_repeat))
+        return spec.steps if spec.steps > 0 else _CPU_INFERENCE_RUNS
+    return _repeats_for_size(
+        lambda n, *origin: _cpu_build(spec, n, *origin), spec.target_bytes, _CPU_ORIGIN_PS
+    )
 
 
 def cpu_xspace(spec: CpuSpec = CpuSpec()) -> xplane_pb2.XSpace:

@@ -31,6 +31,20 @@ def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, in
     return [(int(num) if num >= 0 else i, b, e) for i, (num, b, e) in enumerate(ordered)]
 
 
+def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
+    """(step number or -1, begin, end) of the step-root events of one line's table."""
+    is_root, _ = table.integers(ids.get("_r"))
+    step_num = table.numbers(ids.get("step_num"))
+    return [
+        (
+            -1.0 if np.isnan(step_num[i]) else float(step_num[i]),
+            int(table.begin_ps[i]),
+            int(table.end_ps[i]),
+        )
+        for i in np.flatnonzero(is_root).tolist()
+    ]
+
+
 def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
     markers = HostMarkers()
     if plane is None:
@@ -42,11 +56,7 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches
         table = line_table(line)
-        is_root, _ = table.integers(ids.get("_r"))
-        step_num = table.numbers(ids.get("step_num"))
-        for i in np.flatnonzero(is_root).tolist():
-            num = -1.0 if np.isnan(step_num[i]) else float(step_num[i])
-            roots.append((num, int(table.begin_ps[i]), int(table.end_ps[i])))
+        roots.extend(step_roots(table, ids))
         has_id, correlation = table.integers(ids.get("correlation_id"))
         launches = np.flatnonzero(has_id)
         keys = correlation[launches].astype(np.uint64).tolist()
