@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
+from google.protobuf.message import DecodeError
+
 from .cpu import cpu_op_stats
 from .discovery import PROFILE_SUFFIX
+from .errors import ProfileError
 from .gpu import gpu_op_stats
 from .hlo_modules import program_modules, program_names
 from .op_metrics import empty_db
 from .op_stats import Diagnostics, OpStats, combine_hosts
-from .perf_env import PerfEnv, RunEnvironment
-from .profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, read_profile
+from .perf_env import PerfEnv, RunEnvironment, finite_env
+from .profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_bytes
 from .tpu import tpu_op_stats
 
 NO_OPS = (
@@ -64,6 +67,7 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
         stats.diagnostics.info.append(CPU_COMPUTED)
     if stats.run_env.hardware_type in ("TPU", "GPU") and not (stats.all_db.occurrences > 0).any():
         stats.diagnostics.info.append(NO_DEVICE_OPS.format(kind=stats.run_env.hardware_type))
+    stats.perf_env = finite_env(stats.perf_env)
     stats.program_names = program_names(profile)
     if peaks is not None:
         stats = replace(stats, perf_env=peaks)
@@ -72,8 +76,23 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
     return stats
 
 
+def analyze_bytes(data: bytes, path: str, peaks: PerfEnv | None = None) -> OpStats:
+    """OpStats of a profile's bytes; malformed content is a ProfileError naming ``path``.
+
+    Values no real profile has (overflowing times or shapes, undecodable nested messages)
+    surface from deep in the analysis as ValueError/OverflowError/DecodeError; they are the
+    file's problem, so they become one-line ProfileErrors here.
+    """
+    profile = decode_profile(data, path)
+    try:
+        return analyze_profile(profile, host_name(path), peaks)
+    except (ValueError, OverflowError, ArithmeticError, DecodeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ProfileError(path, f"malformed profile content ({detail})") from None
+
+
 def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
-    return analyze_profile(read_profile(path), host_name(path), peaks)
+    return analyze_bytes(read_bytes(path), os.fspath(path), peaks)
 
 
 def analyze_files(paths: list[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:

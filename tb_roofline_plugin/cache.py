@@ -16,6 +16,25 @@ from typing import Callable, Generic, Hashable, TypeVar
 V = TypeVar("V")
 
 
+class DoNotCache(Exception):
+    """Raised by ``compute`` to fail this call (with ``error``) without caching the failure.
+
+    For failures that say nothing about the file's content, such as a read error that
+    goes away when permissions are fixed, or a file that changed while it was read.
+    """
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+class Transient:
+    """Returned by ``compute``: give ``value`` to this call's waiters without caching it."""
+
+    def __init__(self, value: object):
+        self.value = value
+
+
 class _Failure:
     """A cached exception; re-raised to every caller."""
 
@@ -59,14 +78,20 @@ class SingleFlightCache(Generic[V]):
                 self.computations += 1
         if not owner:
             return self._unwrap(future.result())
+        store = True
         try:
             value: object = compute()
-            size = size_of(value)
+            if isinstance(value, Transient):
+                value, store = value.value, False
+            size = size_of(value) if store else 0
+        except DoNotCache as exc:  # re-raised to every waiter, not kept
+            value, size, store = _Failure(exc.error), 0, False
         except Exception as exc:  # cached and re-raised to every waiter
             value, size = _Failure(exc), 1024
         with self._lock:
             self._pending.pop(key, None)
-            self._store(key, value, size)
+            if store:
+                self._store(key, value, size)
         future.set_result(value)
         return self._unwrap(value)
 

@@ -73,7 +73,7 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
 def _delta(a: float | None, b: float | None) -> tuple[float | None, float | None]:
     if a is None or b is None:
         return None, None
-    return b - a, (100.0 * (b - a) / a if a else None)
+    return b - a, (100.0 * (b - a) / a if abs(a) > 1e-10 else None)
 
 
 def compare(a: Side, b: Side) -> dict:

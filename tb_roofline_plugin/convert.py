@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 
 from . import stats_store
-from .analysis import analyze_profile, host_name
+from .analysis import analyze_bytes
 from .discovery import filesystem
-from .errors import ProfileError
+from .errors import ProfileError, UnreadableProfile
 from .op_stats import OpStats
-from .profile_reader import decode_profile
 
 
 def convert_file(path: str, peaks: str | None = None) -> OpStats:
@@ -18,13 +17,13 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
     try:
         data = fs.read(path)
     except OSError as exc:
-        raise ProfileError(path, f"cannot be read ({exc.strerror or exc})") from None
+        raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
     perf_env = None
     if peaks:
         from .device_peaks import load_perf_env
 
         perf_env = load_perf_env(peaks)
-    return analyze_profile(decode_profile(data, path), host_name(path), perf_env)
+    return analyze_bytes(data, path, perf_env)
 
 
 def convert_to_store(path: str, cache_dir: str, peaks: str | None = None) -> tuple[str, str]:

@@ -16,5 +16,9 @@ class ProfileError(RooflineError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class UnreadableProfile(ProfileError):
+    """The file could not be read at all (permissions, I/O): nothing is known of its content."""
+
+
 class NotFound(RooflineError):
     """An unknown run, host or step was asked for."""

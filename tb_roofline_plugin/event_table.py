@@ -28,6 +28,8 @@ _STAT_KIND = {
 }
 _VARINT_KIND = {3: INT, 4: INT, 7: REF}  # XStat field numbers of varint values
 CHUNK_BYTES = 4 << 20  # events decoded per batch, to keep temporary arrays small
+MAX_MAGNITUDE = 1e200  # stat values beyond this are corrupt; keeps every sum finite
+MAX_TIME_PS = 1 << 62  # line timestamps beyond this overflow the ps time base
 _EMPTY_I64 = np.zeros(0, np.int64)
 
 
@@ -76,7 +78,8 @@ class EventTable:
         values[self.stat_event[ints]] = self.stat_int[ints]
         doubles = rows[self.stat_kind[rows] == DOUBLE]
         values[self.stat_event[doubles]] = self.stat_float[doubles]
-        return values
+        values[np.isinf(values)] = np.nan  # corrupt values count as absent
+        return np.clip(values, -MAX_MAGNITUDE, MAX_MAGNITUDE)
 
     def strings(self, stat_id: int | None, names: dict[int, str]) -> np.ndarray:
         """object per event of a string stat (ref values resolved through ``names``); None."""
@@ -208,7 +211,13 @@ def _fast_table(line) -> EventTable:
 
 
 def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns):
+    if abs(int(timestamp_ns)) * 1000 > MAX_TIME_PS:
+        raise ValueError(f"line timestamp {timestamp_ns} ns is out of range")
     occurrences = np.asarray(occurrences, np.int64)
+    offset = np.asarray(offset, np.int64)
+    duration = np.asarray(duration, np.int64)
+    if np.any(np.abs(offset) > MAX_TIME_PS) or np.any((duration < 0) | (duration > MAX_TIME_PS)):
+        raise ValueError("an event time or duration is out of range")
     stat_event, stat_id, stat_kind, stat_int = stat_cols
     return EventTable(
         metadata_id=np.asarray(metadata_id, np.int64),

@@ -11,7 +11,7 @@ from .datatable import to_csv, to_datatable
 from .op_stats import OpStats
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from .protos import roofline_model_pb2 as rm
-from .roofline import build_database, ridge_point, step_database
+from .roofline import build_database, ridge_point, safe_divide, step_database
 from .selection import TOTAL, Selection, select
 
 FORMATS = ("datatable", "json", "csv")
@@ -102,7 +102,7 @@ def op_details(
             continue
         dtype = dtypes.get((rec.hlo_module_id, rec.hlo_name), "")
         ceiling = ceilings.get(dtype_ceiling(dtype), 0.0) * 1000.0 or database.peak_flop_rate
-        compute = rec.measured_flop_rate / ceiling if ceiling > 0 else 0.0
+        compute = float(safe_divide(rec.measured_flop_rate, ceiling))
         efficiency = max(rec.memory_bw_relative_to_hw_limit, compute)
         wasted = rec.total_time_in_us * max(1.0 - min(rec.roofline_efficiency, 1.0), 0.0)
         details.append(
@@ -115,7 +115,7 @@ def op_details(
                 "dtype_compute_efficiency": compute,
                 "dtype_roofline_efficiency": efficiency,
                 "wasted_time_us": wasted,
-                "wasted_time_fraction": wasted / total_us if total_us > 0 else 0.0,
+                "wasted_time_fraction": float(safe_divide(wasted, total_us)),
                 "above_roof": rec.roofline_efficiency > 1.05,
             }
         )

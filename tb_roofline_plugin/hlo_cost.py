@@ -379,6 +379,9 @@ def _dot_flops(
     return float(FMA_FLOPS * element_count(out) * width)
 
 
+MAX_WINDOW = 1 << 24  # no real convolution has a wider window; guards the counting arrays
+
+
 def _valid_positions(
     in_size: int,
     kernel: int,
@@ -395,6 +398,8 @@ def _valid_positions(
     """
     if kernel <= 0 or out <= 0 or in_size <= 0:
         return 0
+    if kernel > MAX_WINDOW or out > MAX_WINDOW * 1000:
+        raise ValueError(f"convolution window {kernel} x output {out} is out of range")
     stride = max(stride, 1)
     window_dilation = max(window_dilation, 1)
     base_dilation = max(base_dilation, 1)
@@ -582,21 +587,31 @@ class ModuleCosts:
             return None
         public = self._public.get(instr.id)
         if public is None:
-            acc = self._instruction_cost(instr)
-            note = self._notes.get(instr.id, "")
-            if acc.unknown_targets and not note:
-                note = "unknown custom call " + ", ".join(sorted(acc.unknown_targets))
-            public = InstructionCost(
-                flops=acc.flops,
-                transcendentals=acc.transcendentals,
-                bytes_accessed=acc.bytes_accessed,
-                bytes_written=acc.bytes_written,
-                dtype=self._dtype(instr),
-                unknown=bool(acc.unknown_targets),
-                note=note,
-            )
+            try:
+                public = self._public_cost(instr)
+            except (OverflowError, ValueError) as exc:  # shapes or windows no real module has
+                public = InstructionCost(0.0, 0.0, 0.0, 0.0, "", True, f"cost out of range: {exc}")
             self._public[instr.id] = public
         return public
+
+    def _public_cost(self, instr: hlo_pb2.HloInstructionProto) -> InstructionCost:
+        acc = self._instruction_cost(instr)
+        note = self._notes.get(instr.id, "")
+        if acc.unknown_targets and not note:
+            note = "unknown custom call " + ", ".join(sorted(acc.unknown_targets))
+        cost = InstructionCost(
+            flops=acc.flops,
+            transcendentals=acc.transcendentals,
+            bytes_accessed=acc.bytes_accessed,
+            bytes_written=acc.bytes_written,
+            dtype=self._dtype(instr),
+            unknown=bool(acc.unknown_targets),
+            note=note,
+        )
+        values = (cost.flops, cost.transcendentals, cost.bytes_accessed, cost.bytes_written)
+        if not all(math.isfinite(v) for v in values):
+            raise OverflowError("a shape or count too large for float64")
+        return cost
 
     def category(self, name: str) -> str:
         """XLA's ``HloInstruction::ToCategory()`` of the named instruction ("" if absent)."""

@@ -25,10 +25,17 @@ class HostMarkers:
     launch_ps: dict[int, int] = field(default_factory=dict)  # correlation id -> launch begin
 
 
+def valid_step_number(num: float) -> bool:
+    """A step number the schema can hold (uint32); anything else is numbered by position."""
+    return bool(np.isfinite(num)) and 0 <= num < 2**32 and float(num).is_integer()
+
+
 def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
-    """Roots in time order; one without a ``step_num`` (-1) gets its position."""
+    """Roots in time order; one without a valid ``step_num`` gets its position."""
     ordered = sorted(roots, key=lambda r: r[1])
-    return [(int(num) if num >= 0 else i, b, e) for i, (num, b, e) in enumerate(ordered)]
+    return [
+        (int(num) if valid_step_number(num) else i, b, e) for i, (num, b, e) in enumerate(ordered)
+    ]
 
 
 def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .profile_reader import as_float, as_str, stat_names, stats_dict
@@ -59,3 +60,15 @@ def tpu_perf_env(plane: xplane_pb2.XPlane) -> tuple[PerfEnv, str]:
         has_merged_vmem=bool(as_float(stats.get("has_merged_vmem"))),
     )
     return env, as_str(stats.get("device_type_string"))
+
+
+def finite_env(env: PerfEnv) -> PerfEnv:
+    """The same peaks with corrupt (non-finite, negative or absurd) values read as 0."""
+
+    def clean(value: float) -> float:
+        return value if math.isfinite(value) and 0 <= value < 1e15 else 0.0
+
+    env.peak_tera_flops_per_second = clean(env.peak_tera_flops_per_second)
+    env.peak_bws_gbps = [clean(b) for b in env.peak_bws_gbps]
+    env.dtype_tflops = {k: clean(v) for k, v in env.dtype_tflops.items() if clean(v) > 0}
+    return env

@@ -9,6 +9,7 @@ negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -190,19 +191,23 @@ def _describe_foreign(buf: memoryview) -> str:
     return "no profile planes found"
 
 
-def read_profile(path: str | os.PathLike, want: PlaneFilter = analysis_planes) -> Profile:
-    """Reads and decodes one ``.xplane.pb`` file."""
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a local profile file; ProfileError naming it when it cannot be read."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
-            data = f.read()
+            return f.read()
     except IsADirectoryError:
         raise ProfileError(name, "is a directory, expected an .xplane.pb file") from None
     except FileNotFoundError:
         raise ProfileError(name, "no such file") from None
     except OSError as exc:
         raise ProfileError(name, f"cannot be read ({exc.strerror or exc})") from None
-    return decode_profile(data, name, want)
+
+
+def read_profile(path: str | os.PathLike, want: PlaneFilter = analysis_planes) -> Profile:
+    """Reads and decodes one ``.xplane.pb`` file."""
+    return decode_profile(read_bytes(path), os.fspath(path), want)
 
 
 # --- stats -----------------------------------------------------------------------------------
@@ -232,10 +237,16 @@ def stats_dict(stats: Iterable[xplane_pb2.XStat], names: dict[int, str]) -> dict
     return {names.get(s.metadata_id, ""): stat_value(s, names) for s in stats}
 
 
+MAX_MAGNITUDE = 1e200  # larger (or non-finite) stat values are corrupt: sums must stay finite
+
+
 def as_float(value: object, default: float = 0.0) -> float:
-    """int64, uint64 and double stats are interchangeable numbers."""
+    """int64, uint64 and double stats are interchangeable numbers; NaN/inf give ``default``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        number = float(value)
+        if not math.isfinite(number):
+            return default
+        return max(-MAX_MAGNITUDE, min(number, MAX_MAGNITUDE))
     return default
 
 

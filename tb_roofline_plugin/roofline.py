@@ -303,6 +303,13 @@ def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
     return order[:limit]
 
 
+def _uint64(value: float) -> int:
+    """A cost as the schema's uint64 field (0 for NaN, saturated at the ends)."""
+    if not np.isfinite(value) or value <= 0:
+        return 0
+    return 2**64 - 1 if value >= 2.0**64 else int(value)
+
+
 def _records(
     db: OpMetricsDb,
     metrics: dict[str, np.ndarray],
@@ -321,9 +328,9 @@ def _records(
             occurrences=int(db.occurrences[i]),
             include_infeed_outfeed=include,
             apply_time_scale_multiplier=False,
-            flops=int(min(max(db.flops[i], 0), 2**64 - 1)),
+            flops=_uint64(db.flops[i]),
             flops_v2=float(db.flops[i]),
-            bytes_accessed=int(min(max(db.bytes_accessed[i], 0), 2**64 - 1)),
+            bytes_accessed=_uint64(db.bytes_accessed[i]),
         )
         if record_types[i] == rm.PER_STEP and step_nums is not None:
             rec.step_num = step_nums[i]

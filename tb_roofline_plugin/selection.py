@@ -41,7 +41,7 @@ def parse_step(value: str | None) -> str | int:
     text = (value or TOTAL).strip().lower()
     if text in (TOTAL, AVERAGE):
         return text
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return int(text)
     raise BadStep(f"step must be 'total', 'average' or a step number, not {value!r}")
 

@@ -16,11 +16,11 @@ from typing import Callable
 import numpy as np
 
 from . import discovery, stats_store
-from .cache import SingleFlightCache
+from .cache import DoNotCache, SingleFlightCache, Transient
 from .compare import Side, compare
 from .convert import convert_file
 from .datatable import csv_file_name, to_csv, to_datatable
-from .errors import NotFound, ProfileError, RooflineError
+from .errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from .export import selection_database, to_json
 from .op_stats import OpStats, combine_hosts
 from .perf_env import PerfEnv
@@ -211,11 +211,27 @@ class RooflineService:
             if stats is None:
                 try:
                     stats = convert_file(host.path, self.peaks_spec)
+                except UnreadableProfile as exc:
+                    raise DoNotCache(BadProfile(str(exc))) from None
                 except ProfileError as exc:
+                    if self._changed(fs, host.path, size, mtime):
+                        raise DoNotCache(
+                            BadProfile(f"{exc} (the file changed while it was read)")
+                        ) from None
                     raise BadProfile(str(exc)) from None
-            return Result(stats, build_database(stats), [host.path])
+            result = Result(stats, build_database(stats), [host.path])
+            if self._changed(fs, host.path, size, mtime):
+                return Transient(result)  # what was read, but not under this (size, mtime)
+            return result
 
         return self.cache.get(key, convert, Result.size_bytes), key
+
+    @staticmethod
+    def _changed(fs: discovery._Fs, path: str, size: int, mtime: float) -> bool:
+        try:
+            return fs.stat(path) != (size, mtime)
+        except OSError:
+            return True
 
     def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
         """Converts the hosts that are not cached yet in worker processes, in parallel."""

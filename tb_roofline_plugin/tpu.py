@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device_peaks import tpu_dtype_tflops
+from .host_steps import valid_step_number
 from .op_metrics import MEMORY_SPACES, OpMetricsDb, empty_columns, self_times, with_idle
 from .op_stats import Diagnostics, OpStats, StepInfo
 from .perf_env import RunEnvironment, tpu_perf_env
@@ -114,10 +115,11 @@ def _steps(plane: xplane_pb2.XPlane) -> list[tuple[int, int, int]]:
     steps = []
     for i in np.argsort(events.begin_ps, kind="stable").tolist():
         num = events.stats["step_num"][i]
-        if np.isnan(num):
+        if not valid_step_number(num):
             meta = plane.event_metadata.get(int(events.metadata_id[i]))
             text = meta.name.strip() if meta is not None else ""
-            num = int(text) if text.isdigit() else len(steps)
+            digits = text.isascii() and text.isdigit()
+            num = int(text) if digits and valid_step_number(int(text)) else len(steps)
         begin = int(events.begin_ps[i])
         steps.append((int(num), begin, begin + int(events.duration_ps[i])))
     return steps
