@@ -5,14 +5,14 @@ line, naming the input), never another exception, never NaN or infinity in an ou
 a per-input deadline and memory bound; every HTTP request gets a 2xx/4xx with ``nosniff``.
 
 Seeds: the real profiles of ``../shared/data`` (read here, never copied) and small generated
-ones. Each fuzz test runs under its own time budget (the module takes about 40 s on two
+ones. Each fuzz test runs under its own time budget (the module takes about 35 s on two
 cores); ``benchmarks/fuzz_long.py`` runs the same targets for minutes. Set
 ``TB_ROOFLINE_FUZZ_RANDOM=1`` to explore new inputs on every run instead of the fixed
 (derandomized) sequence.
 
-Failures that match a known bug (``fuzz_support.KNOWN_BUGS``) are counted, not raised: each
-has an ``xfail(strict=True)`` regression test below, so the fuzz tests keep looking for new
-bugs meanwhile.
+Failures that match a known, not yet fixed bug (``fuzz_support.KNOWN_BUGS``, empty now) are
+counted, not raised, so the fuzz tests keep looking for new bugs meanwhile. Every bug found so
+far is fixed; its input stays below as a regression test that must pass.
 """
 
 from __future__ import annotations
