@@ -14,9 +14,6 @@ import io
 import json
 import math
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -24,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tensorboard_process import running_tensorboard
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -52,12 +50,6 @@ G = 1e9
 # ----------------------------------------------------------------------------- server
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _write_logdir(logdir: Path) -> None:
     demo_data.write_demo_logdir(logdir)
     ops = dict(OPS)
@@ -82,39 +74,8 @@ def _write_logdir(logdir: Path) -> None:
 def server(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("frontend_logdir")
     _write_logdir(logdir)
-    port = _free_port()
-    exe = Path(sys.executable).with_name("tensorboard")
-    log_path = logdir.parent / "tensorboard.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                if proc.poll() is not None:
-                    raise AssertionError(f"tensorboard exited: {log_path.read_text()[-2000:]}")
-                try:
-                    with urllib.request.urlopen(f"{base}/data/plugins_listing", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise AssertionError("tensorboard did not answer within 90 s")
-                time.sleep(0.2)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+    with running_tensorboard(logdir, logdir.parent / "tensorboard.log") as base:
+        yield base
 
 
 def get_json(url: str):
