@@ -17,10 +17,11 @@ from .event_table import line_table, may_have_stats
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps, step_roots
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
-from .op_stats import OpStats, StepInfo
+from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import PerfEnv, RunEnvironment
 from .profile_reader import HOST_PLANE, Profile, stat_ids, stat_names
 from .protos import xplane_pb2
+from .step_ops import StepOps, cells, step_ops
 
 CPU_DEVICE_TYPE = "CPU"
 _OP_STATS = ("hlo_op", "program_id", "_r", "step_num")
@@ -69,10 +70,10 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     )
 
 
-def cpu_ops_dbs(
+def cpu_ops(
     events: HostEvents, modules: dict[int, ModuleCosts], group: np.ndarray, totals: list[int]
-) -> tuple[list[OpMetricsDb], OpMetricsDb | None]:
-    """One db per group (the whole profile, or each step) of the op events in one pass.
+) -> tuple[StepOps, OpMetricsDb | None]:
+    """The ops of each group (the whole profile, or each step) of the op events in one pass.
 
     ``group`` is each op event's group (-1: none). Also returns the ops not found in any
     HLO module (over all groups).
@@ -85,14 +86,9 @@ def cpu_ops_dbs(
     )
     n, count = len(keys), len(totals)
     use = group >= 0
-    cell = group[use] * n + op[use]
-
-    def binned(weights=None) -> np.ndarray:
-        return np.bincount(cell, weights=weights, minlength=count * n).reshape(count, n)
-
-    occurrences = binned()
-    time_ps = binned((events.op_end - events.op_begin)[use])
-    self_ps = binned(events.op_self[use])
+    binned = cells(group[use], op[use], n, count)
+    occurrences = binned.sum()
+    time_ps = binned.sum((events.op_end - events.op_begin)[use])
     static = empty_columns(n)
     per_exec = np.zeros((n, 3))  # flops, bytes accessed, bytes written per execution
     known = np.zeros(n, bool)
@@ -111,33 +107,36 @@ def cpu_ops_dbs(
             module.source(name)
         )
         static["dtype"][row] = cost.dtype
-    dbs = []
-    for g in range(count):
-        execs = occurrences[g].astype(np.float64)
-        cols = dict(static)
-        cols["flops"] = cols["model_flops"] = per_exec[:, 0] * execs
-        cols["bytes_accessed"] = per_exec[:, 1] * execs
-        written = per_exec[:, 2] * execs
-        read = np.maximum(cols["bytes_accessed"] - written, 0.0)
-        breakdown = np.zeros((n, 3, 2))
-        breakdown[:, HBM, READ] = read
-        breakdown[:, HBM, WRITE] = written
-        cols["breakdown"] = breakdown
-        cols["has_breakdown"] = (read > 0) | (written > 0)
-        cols["occurrences"] = occurrences[g].astype(np.int64)
-        cols["time_ps"] = time_ps[g].astype(np.int64)
-        cols["self_time_ps"] = self_ps[g].astype(np.int64)
-        cols["normalized_time_ps"] = time_ps[g]
-        db = OpMetricsDb(**cols, total_time_ps=int(totals[g]))
-        dbs.append(db.take(np.flatnonzero(known & (occurrences[g] > 0))))
-    missing_rows = np.flatnonzero(~known & (occurrences.sum(axis=0) > 0))
+    cell_exec = per_exec[binned.op]
+    flops = cell_exec[:, 0] * occurrences
+    total_bytes = cell_exec[:, 1] * occurrences
+    written = cell_exec[:, 2] * occurrences
+    read = np.maximum(total_bytes - written, 0.0)
+    breakdown = np.zeros((len(binned), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = written
+    columns = {
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": total_bytes,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (written > 0),
+        "occurrences": occurrences.astype(np.int64),
+        "time_ps": time_ps.astype(np.int64),
+        "self_time_ps": binned.sum(events.op_self[use]).astype(np.int64),
+        "normalized_time_ps": time_ps,
+    }
+    ops = step_ops(static, binned, columns, totals).keep_rows(known[binned.op])
+    seen = np.bincount(op[use], minlength=n)
+    missing_rows = np.flatnonzero(~known & (seen > 0))
     missing = None
     if len(missing_rows) and count:
-        whole = OpMetricsDb(**{**static, "occurrences": occurrences.sum(axis=0).astype(np.int64),
-                               "time_ps": time_ps.sum(axis=0).astype(np.int64)},
+        op_time = np.bincount(op[use], (events.op_end - events.op_begin)[use], minlength=n)
+        whole = OpMetricsDb(**{**static, "occurrences": seen.astype(np.int64),
+                               "time_ps": op_time.astype(np.int64)},
                             total_time_ps=int(sum(totals)))  # fmt: skip
         missing = whole.take(missing_rows)
-    return dbs, missing
+    return ops, missing
 
 
 def cpu_op_stats(
@@ -148,9 +147,10 @@ def cpu_op_stats(
     count = len(events.op_name) if events is not None else 0
     if count:
         span = int(events.op_end.max() - events.op_begin.min())
-        (all_db,), missing = cpu_ops_dbs(events, modules, np.zeros(count, np.int64), [span])
+        whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
+        all_db = whole.db(0)
     else:
-        all_db, missing = OpMetricsDb(**empty_columns(0)), None
+        all_db, missing = with_idle(OpMetricsDb(**empty_columns(0))), None
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -160,7 +160,7 @@ def cpu_op_stats(
             active_core_count=1 if count else 0,
         ),
         perf_env=peaks or PerfEnv(source="none"),
-        all_db=with_idle(all_db),
+        all_db=all_db,
         unattributed=missing,
     )
     if events is not None and events.steps:
@@ -177,8 +177,6 @@ def cpu_steps(events: HostEvents, modules: dict[int, ModuleCosts]) -> list[StepI
     inside = step >= 0
     inside[inside] &= events.op_begin[inside] < ends[step[inside]]
     step = np.where(inside, step, -1)
-    dbs, _ = cpu_ops_dbs(events, modules, step, (ends - starts).tolist())
-    return [
-        StepInfo(num, end > begin, with_idle(db), duration_ps=end - begin)
-        for (num, begin, end), db in zip(events.steps, dbs)
-    ]
+    ops, _ = cpu_ops(events, modules, step, (ends - starts).tolist())
+    numbers = [num for num, _, _ in events.steps]
+    return table_steps(ops, numbers, ends > starts, (ends - starts).tolist())

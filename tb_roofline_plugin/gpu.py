@@ -17,14 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
-from .event_table import line_table
+from .event_table import REF, STR, EventTable, line_table
 from .hlo_cost import InstructionCost, ModuleCosts
 from .host_steps import HostMarkers, host_markers
-from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, with_idle
-from .op_stats import OpStats, StepInfo
+from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
+from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import RunEnvironment
 from .profile_reader import GPU_PLANE, HOST_PLANE, Profile, stat_ids, stat_names, stats_dict
 from .protos import xplane_pb2
+from .step_ops import StepOps, cells, step_ops
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
 NO_HLO_CATEGORY = "kernel without HLO op"
@@ -34,11 +35,49 @@ GPU_STEPS_INFO = (
 )
 
 
-def factorize(values: np.ndarray) -> tuple[np.ndarray, list]:
-    """(code per element, distinct values in first-seen order) of an object array."""
-    seen: dict = {}
-    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int64, len(values))
-    return codes, list(seen)
+def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code per element, distinct keys in first-seen order) of an integer array."""
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.ravel()], distinct[order]
+
+
+class StringCodes:
+    """Numbers the distinct strings of a stat (``None``: absent) across lines."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.parts: list[np.ndarray] = []
+
+    def _code(self, text) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def add(self, table: EventTable, stat_id: int | None, names: dict[int, str]) -> None:
+        """The codes of one line's events: as ``table.strings``, without a str per event."""
+        codes = np.full(len(table), -1, np.int64)
+        rows = np.flatnonzero(table.stat_id == stat_id) if stat_id is not None else []
+        if len(rows):
+            refs = rows[table.stat_kind[rows] == REF]
+            if len(refs):
+                ids, inverse = np.unique(table.stat_int[refs], return_inverse=True)
+                resolved = [self._code(names.get(int(i), "")) for i in ids.tolist()]
+                codes[table.stat_event[refs]] = np.asarray(resolved, np.int64)[inverse]
+            for row in rows[table.stat_kind[rows] == STR].tolist():
+                codes[table.stat_event[row]] = self._code(table.stat_objects[table.stat_int[row]])
+        self.parts.append(codes)
+
+    def add_distinct(self, texts: list[str], inverse: np.ndarray) -> None:
+        """The codes of one line's events, given as distinct ``texts`` and each one's index."""
+        resolved = np.asarray([self._code(t) for t in texts], np.int64)
+        self.parts.append(resolved[inverse])
+
+    def factorized(self) -> tuple[np.ndarray, list]:
+        """(code per event of all lines, distinct values in first-seen order)."""
+        texts = list(self.index)
+        codes, distinct = first_seen_codes(np.concatenate(self.parts))
+        return codes, [texts[c] if c >= 0 else None for c in distinct.tolist()]
 
 
 @dataclass
@@ -51,8 +90,10 @@ class Kernels:
     line: np.ndarray  # a global line number (unique across planes)
     kernel: np.ndarray  # code of the kernel name in `kernel_names`
     kernel_names: list[str]
-    hlo_op: np.ndarray  # object: str or None
-    tf_op: np.ndarray  # object: str or None
+    hlo_op: np.ndarray  # code of the hlo_op stat in `hlo_ops`
+    hlo_ops: list  # str or None (absent)
+    tf_op: np.ndarray  # code of the tf_op stat in `tf_ops`
+    tf_ops: list
     program_id: np.ndarray  # uint64 (0 when absent)
     correlation_id: np.ndarray  # uint64
     has_correlation: np.ndarray  # bool
@@ -65,6 +106,7 @@ class Kernels:
 
 def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
     parts: dict[str, list] = {}
+    strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
     line_number = 0
     for p, plane in enumerate(planes):
         ids = stat_ids(plane, KERNEL_STATS)
@@ -77,9 +119,10 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
                 continue
             metadata = plane.event_metadata
             meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
-            meta_names = np.array(
-                [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()], object
-            )
+            meta_names = [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()]
+            strings["kernel"].add_distinct(meta_names, inverse.ravel())
+            strings["hlo_op"].add(table, ids.get("hlo_op"), names)
+            strings["tf_op"].add(table, ids.get("tf_op"), names)
             has_program, program = table.integers(ids.get("program_id"))
             has_corr, corr = table.integers(ids.get("correlation_id"))
             columns = {
@@ -87,9 +130,6 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
                 "end_ps": table.end_ps,
                 "plane": np.full(n, p, np.int64),
                 "line": np.full(n, line_number, np.int64),
-                "kernel_name": meta_names[inverse],
-                "hlo_op": table.strings(ids.get("hlo_op"), names),
-                "tf_op": table.strings(ids.get("tf_op"), names),
                 "program_id": np.where(has_program, program, 0).astype(np.uint64),
                 "correlation_id": corr.astype(np.uint64),
                 "has_correlation": has_corr,
@@ -100,13 +140,22 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
                 parts.setdefault(key, []).append(value)
     if not parts:
         empty = np.zeros(0, np.int64)
-        objects = np.zeros(0, object)
-        return Kernels(empty, empty, empty, empty, empty, [], objects, objects,
+        return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
                        empty.astype(np.uint64), empty.astype(np.uint64), empty.astype(bool),
                        empty.astype(float), empty.astype(float))  # fmt: skip
     cat = {k: np.concatenate(v) for k, v in parts.items()}
-    kernel, kernel_names = factorize(cat.pop("kernel_name"))
-    return Kernels(kernel=kernel, kernel_names=kernel_names, **cat)
+    kernel, kernel_names = strings["kernel"].factorized()
+    hlo_op, hlo_ops = strings["hlo_op"].factorized()
+    tf_op, tf_ops = strings["tf_op"].factorized()
+    return Kernels(
+        kernel=kernel,
+        kernel_names=kernel_names,
+        hlo_op=hlo_op,
+        hlo_ops=hlo_ops,
+        tf_op=tf_op,
+        tf_ops=tf_ops,
+        **cat,
+    )
 
 
 @dataclass
@@ -126,8 +175,8 @@ class OpTable:
 def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.ndarray, OpTable]:
     """The op index of every kernel (-1: no HLO op found, not an XLA/framework op)."""
     # Distinct (program, hlo_op, tf_op, kernel) combinations first; Python sees only those.
-    hlo_codes, hlo_values = factorize(kernels.hlo_op)
-    tf_codes, tf_values = factorize(kernels.tf_op)
+    hlo_codes, hlo_values = kernels.hlo_op, kernels.hlo_ops
+    tf_codes, tf_values = kernels.tf_op, kernels.tf_ops
     prog_values, prog_codes = np.unique(kernels.program_id, return_inverse=True)
     columns = [prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel]
     dims = [int(c.max()) + 1 if len(c) else 1 for c in columns]
@@ -177,33 +226,26 @@ def aggregate(
     table: OpTable,
     group: np.ndarray,
     totals: np.ndarray,
-) -> list[OpMetricsDb]:
-    """One db per group (step, or a single group for the whole profile) of the kernels.
+) -> StepOps:
+    """The ops of each group (step, or a single group for the whole profile) of the kernels.
 
     ``group`` is each kernel's group (-1: in none); ``totals`` the device time per group.
     """
-    count, n = len(totals), len(table)
+    n = len(table)
     order = np.lexsort((kernels.begin_ps, kernels.line))
     starts = np.zeros(len(op), bool)
     starts[order] = _execution_starts(kernels, op, order)
     use = (op >= 0) & (group >= 0)
-    cell = group[use] * n + op[use]
-
-    def binned(weights) -> np.ndarray:
-        return np.bincount(cell, weights=weights, minlength=count * n).reshape(count, n)
-
-    kernels_n = binned(None)
-    executions = binned(starts[use].astype(np.float64))
-    time_ps = binned((kernels.end_ps - kernels.begin_ps)[use])
-    event_flops = binned(kernels.event_flops[use])
-    event_bytes = binned(kernels.event_bytes[use])
+    binned = cells(group[use], op[use], n, len(totals))
+    executions = binned.sum(starts[use].astype(np.float64))
+    time_ps = binned.sum((kernels.end_ps - kernels.begin_ps)[use])
     per_exec = np.array(
         [
             (c.flops, c.bytes_accessed, c.bytes_written) if c is not None else (0.0, 0.0, 0.0)
             for c in table.cost
         ],
         np.float64,
-    ).reshape(n, 3)
+    ).reshape(n, 3)[binned.op]
     static = empty_columns(n)
     static["program_id"][:] = np.asarray(table.program_id, np.uint64)
     static["name"][:] = table.name
@@ -215,32 +257,33 @@ def aggregate(
             stack,
         )
     static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
-    dbs = []
-    for g in range(count):
-        cols = dict(static)
-        cols["occurrences"] = kernels_n[g].astype(np.int64)
-        cols["time_ps"] = time_ps[g].astype(np.int64)
-        cols["self_time_ps"] = cols["time_ps"]
-        cols["normalized_time_ps"] = time_ps[g]
-        flops = per_exec[:, 0] * executions[g]
-        total_bytes = per_exec[:, 1] * executions[g]
-        written = per_exec[:, 2] * executions[g]
-        # XProf's fallback when the cost model has nothing: stats on the kernel events.
-        flops = np.where(flops <= 0, event_flops[g], flops)
-        from_events = (total_bytes <= 0) & (event_bytes[g] > 0)
-        total_bytes = np.where(from_events, event_bytes[g], total_bytes)
-        written = np.where(from_events, 0.0, np.maximum(written, 0.0))
-        read = np.maximum(total_bytes - written, 0.0)
-        cols["flops"] = cols["model_flops"] = flops
-        cols["bytes_accessed"] = total_bytes
-        breakdown = np.zeros((n, 3, 2))
-        breakdown[:, HBM, READ] = read
-        breakdown[:, HBM, WRITE] = written
-        cols["breakdown"] = breakdown
-        cols["has_breakdown"] = (read > 0) | (written > 0)
-        db = OpMetricsDb(**cols, total_time_ps=int(totals[g]))
-        dbs.append(db.take(np.flatnonzero(kernels_n[g] > 0)))
-    return dbs
+    flops = per_exec[:, 0] * executions
+    total_bytes = per_exec[:, 1] * executions
+    written = per_exec[:, 2] * executions
+    # XProf's fallback when the cost model has nothing: stats on the kernel events.
+    event_flops = binned.sum(kernels.event_flops[use])
+    event_bytes = binned.sum(kernels.event_bytes[use])
+    flops = np.where(flops <= 0, event_flops, flops)
+    from_events = (total_bytes <= 0) & (event_bytes > 0)
+    total_bytes = np.where(from_events, event_bytes, total_bytes)
+    written = np.where(from_events, 0.0, np.maximum(written, 0.0))
+    read = np.maximum(total_bytes - written, 0.0)
+    breakdown = np.zeros((len(binned), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = written
+    columns = {
+        "occurrences": binned.sum().astype(np.int64),
+        "time_ps": time_ps.astype(np.int64),
+        "self_time_ps": time_ps.astype(np.int64),
+        "normalized_time_ps": time_ps,
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": total_bytes,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (written > 0),
+        "dma_stall_ps": np.zeros(len(binned)),
+    }
+    return step_ops(static, binned, columns, totals)
 
 
 def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetricsDb | None:
@@ -248,11 +291,11 @@ def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetric
     rows = op < 0
     if not rows.any():
         return None
-    codes, names = factorize(kernels.kernel[rows])
+    codes, names = first_seen_codes(kernels.kernel[rows])
     count = np.bincount(codes)
     time_ps = np.bincount(codes, weights=(kernels.end_ps - kernels.begin_ps)[rows])
     cols = empty_columns(len(names))
-    cols["name"][:] = [kernels.kernel_names[k] or "(unnamed kernel)" for k in names]
+    cols["name"][:] = [kernels.kernel_names[k] or "(unnamed kernel)" for k in names.tolist()]
     cols["category"][:] = NO_HLO_CATEGORY
     cols["occurrences"] = count.astype(np.int64)
     cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
@@ -278,7 +321,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
     total = int(spans.sum())
-    (all_db,) = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]))
+    whole = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]))
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -288,7 +331,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
             active_core_count=int((spans > 0).sum()),
         ),
         perf_env=perf_env,
-        all_db=with_idle(all_db),
+        all_db=whole.db(0),
         unattributed=unattributed_db(kernels, op, total),
     )
     unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
@@ -320,10 +363,7 @@ def gpu_steps(
     """
     starts = np.array([b for _, b, _ in markers.steps], np.int64)
     ends = np.array([e for _, _, e in markers.steps], np.int64)
-    ids = np.fromiter(markers.launch_ps.keys(), np.uint64, len(markers.launch_ps))
-    times = np.fromiter(markers.launch_ps.values(), np.int64, len(markers.launch_ps))
-    sort = np.argsort(ids)
-    ids, times = ids[sort], times[sort]
+    ids, times = markers.launch_ids, markers.launch_ps
     slot = np.minimum(np.searchsorted(ids, kernels.correlation_id), max(len(ids) - 1, 0))
     launched = kernels.has_correlation & (len(ids) > 0)
     launched &= ids[slot] == kernels.correlation_id if len(ids) else False
@@ -343,15 +383,13 @@ def gpu_steps(
     first = np.minimum(first, np.repeat(starts, planes))
     last = np.maximum(last, np.repeat(ends, planes))
     totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
-    dbs = aggregate(kernels, op, table, step, totals)
+    ops = aggregate(kernels, op, table, step, totals)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete.
     ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
     launch_step = np.searchsorted(starts, times, side="right") - 1
     inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
     missing = np.bincount(launch_step[inside & ~ran], minlength=count)
-    steps = [
-        StepInfo(num, bool(missing[s] == 0), with_idle(db), duration_ps=int(ends[s] - starts[s]))
-        for s, ((num, _, _), db) in enumerate(zip(markers.steps, dbs))
-    ]
+    numbers = [num for num, _, _ in markers.steps]
+    steps = table_steps(ops, numbers, missing == 0, (ends - starts).tolist())
     unclaimed = ~claimed
     return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))

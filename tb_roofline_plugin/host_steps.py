@@ -19,10 +19,16 @@ from .protos import xplane_pb2
 MARKER_STATS = ("_r", "step_num", "correlation_id")
 
 
+_NO_IDS = np.zeros(0, np.uint64)
+_NO_TIMES = np.zeros(0, np.int64)
+
+
 @dataclass
 class HostMarkers:
     steps: list[tuple[int, int, int]] = field(default_factory=list)  # (number, begin, end) ps
-    launch_ps: dict[int, int] = field(default_factory=dict)  # correlation id -> launch begin
+    # Launches by correlation id, ascending and unique (a repeated id: the last one read).
+    launch_ids: np.ndarray = field(default_factory=lambda: _NO_IDS)  # uint64
+    launch_ps: np.ndarray = field(default_factory=lambda: _NO_TIMES)  # int64 launch begin
 
 
 def valid_step_number(num: float) -> bool:
@@ -57,7 +63,7 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
     if plane is None:
         return markers
     ids = stat_ids(plane, MARKER_STATS)
-    roots = []
+    roots, launch_ids, launch_ps = [], [], []
     wanted = [ids.get("_r"), ids.get("correlation_id")]
     for line in plane.lines:
         if not may_have_stats(line, wanted):
@@ -65,8 +71,12 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
         table = line_table(line)
         roots.extend(step_roots(table, ids))
         has_id, correlation = table.integers(ids.get("correlation_id"))
-        launches = np.flatnonzero(has_id)
-        keys = correlation[launches].astype(np.uint64).tolist()
-        markers.launch_ps.update(zip(keys, table.begin_ps[launches].tolist()))
+        launch_ids.append(correlation[has_id].astype(np.uint64))
+        launch_ps.append(table.begin_ps[has_id])
     markers.steps = number_steps(roots)
+    if launch_ids:
+        # The last launch of a repeated id wins: unique over the reversed arrays.
+        ids_reversed = np.concatenate(launch_ids)[::-1]
+        markers.launch_ids, first = np.unique(ids_reversed, return_index=True)
+        markers.launch_ps = np.concatenate(launch_ps)[::-1][first]
     return markers

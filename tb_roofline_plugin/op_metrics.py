@@ -89,7 +89,7 @@ def empty_columns(n: int) -> dict[str, np.ndarray]:
 
 
 # Columns that add up when the same op is merged; the rest are identity/descriptive.
-_SUMMED = (
+SUMMED_COLUMNS = (
     "occurrences",
     "time_ps",
     "self_time_ps",
@@ -131,10 +131,10 @@ def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
             continue
         src = np.asarray(owner_row)[mine]
         for col in out:
-            if col not in _SUMMED:
+            if col not in SUMMED_COLUMNS:
                 out[col][mine] = getattr(db, col)[src]
     for d, db in enumerate(dbs):
-        for col in _SUMMED:
+        for col in SUMMED_COLUMNS:
             np.add.at(out[col], target[d], getattr(db, col))
         np.logical_or.at(out["has_breakdown"], target[d], db.has_breakdown)
     return OpMetricsDb(**out, total_time_ps=total)

@@ -4,18 +4,75 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .op_metrics import OpMetricsDb, combine
 from .perf_env import PerfEnv, RunEnvironment
+from .step_ops import StepOps
 
 
-@dataclass
 class StepInfo:
-    """One step: its ops (summed over cores) and whether the profile window cut it."""
+    """One step: its ops (summed over cores) and whether the profile window cut it.
 
-    step_num: int
-    complete: bool
-    db: OpMetricsDb
-    duration_ps: int = 0  # wall time of the step (longest core)
+    Platform readers keep every step's ops in one StepOps table; a step's db is made from
+    it only when asked for (``db``), so tens of thousands of steps cost no object each.
+    """
+
+    __slots__ = ("step_num", "complete", "duration_ps", "_db", "table", "index")
+
+    def __init__(
+        self,
+        step_num: int,
+        complete: bool,
+        db: OpMetricsDb | None = None,
+        duration_ps: int = 0,  # wall time of the step (longest core)
+        *,
+        table: StepOps | None = None,
+        index: int = -1,
+    ) -> None:
+        self.step_num = step_num
+        self.complete = complete
+        self.duration_ps = duration_ps
+        self._db = db
+        self.table = table
+        self.index = index
+
+    @property
+    def db(self) -> OpMetricsDb:
+        return self._db if self._db is not None else self.table.db(self.index)
+
+    def __repr__(self) -> str:
+        return f"StepInfo(step_num={self.step_num}, complete={self.complete})"
+
+
+def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
+    """The StepInfo of every step of ``table`` (same order)."""
+    return [
+        StepInfo(int(num), bool(done), duration_ps=int(d), table=table, index=i)
+        for i, (num, done, d) in enumerate(zip(numbers, complete, durations))
+    ]
+
+
+def shared_table(steps: list[StepInfo]) -> tuple[StepOps | None, np.ndarray]:
+    """The one StepOps all ``steps`` live in and their indices there, or (None, [])."""
+    table = steps[0].table if steps else None
+    if table is None or any(s.table is not table or s._db is not None for s in steps):
+        return None, np.zeros(0, np.int64)
+    return table, np.array([s.index for s in steps], np.int64)
+
+
+def step_storage(steps: list[StepInfo]) -> list[OpMetricsDb]:
+    """What holds the steps' ops in memory: each shared table's rows once, and own dbs."""
+    tables = {id(s.table): s.table.rows for s in steps if s._db is None and s.table is not None}
+    return list(tables.values()) + [s._db for s in steps if s._db is not None]
+
+
+def sum_steps(steps: list[StepInfo]) -> OpMetricsDb:
+    """``combine`` of the steps' dbs; straight from their table when they share one."""
+    table, index = shared_table(steps)
+    if table is not None:
+        return table.summed(index)
+    return combine([s.db for s in steps])
 
 
 @dataclass
@@ -98,9 +155,10 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
             "peaks. Compare hosts one by one for exact efficiencies."
         )
     common = set.intersection(*({s.step_num for s in p.steps} for p in parts))
+    numbered = [{s.step_num: s for s in p.steps} for p in parts]
     steps = []
     for num in sorted(common):
-        mine = [next(s for s in p.steps if s.step_num == num) for p in parts]
+        mine = [by_number[num] for by_number in numbered]
         steps.append(
             StepInfo(
                 step_num=num,

@@ -19,11 +19,10 @@ from .op_metrics import (
     VMEM,
     WRITE,
     OpMetricsDb,
-    combine,
     empty_columns,
     empty_db,
 )
-from .op_stats import Diagnostics, OpStats
+from .op_stats import Diagnostics, OpStats, StepInfo, shared_table, sum_steps
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 from .protos import roofline_model_pb2 as rm
 
@@ -244,23 +243,78 @@ def _category_mask(categories: np.ndarray, test) -> np.ndarray:
     return np.array([test(c) for c in unique.tolist()], bool)[inverse]
 
 
-def program_db(dbs: list[OpMetricsDb], include_infeed_outfeed: bool) -> OpMetricsDb:
+@dataclass
+class Segments:
+    """Rows of several dbs (steps) stacked without merging, for per-db sums."""
+
+    rows: dict[str, np.ndarray]  # the columns of ROW_KEYS
+    segment: np.ndarray  # int64: the db of each row
+    totals: np.ndarray  # int64 per db: its device time
+
+    def __len__(self) -> int:
+        return len(self.totals)
+
+
+ROW_KEYS = ("category", "time_ps", "flops", "bytes_accessed", "model_flops", "breakdown")
+ROW_KEYS += ("has_breakdown",)
+
+
+def db_segments(dbs: list[OpMetricsDb]) -> Segments:
+    """The rows of ``dbs``, one segment per db."""
+    segment = np.repeat(np.arange(len(dbs)), [len(db) for db in dbs])
+    totals = np.array([db.total_time_ps for db in dbs], np.int64)
+    return Segments(combine_rows(dbs), segment, totals)
+
+
+def step_segments(steps: list[StepInfo]) -> Segments:
+    """One segment per step; straight from the steps' shared table when they have one.
+
+    A table's rows lack the steps' IDLE rows, which add nothing to a Program's sums.
+    """
+    table, index = shared_table(steps)
+    if table is None:
+        return db_segments([s.db for s in steps])
+    position = np.full(len(table), -1, np.int64)
+    position[index] = np.arange(len(index))
+    segment = position[table.segment]
+    chosen = np.flatnonzero(segment >= 0)
+    every = len(chosen) == len(segment) and bool(np.all(np.diff(segment) >= 0))
+    rows = {
+        k: getattr(table.rows, k) if every else getattr(table.rows, k)[chosen] for k in ROW_KEYS
+    }
+    segment = segment if every else segment[chosen]
+    if not np.all(np.diff(segment) >= 0):  # steps not in table order: sort rows by segment
+        order = np.argsort(segment, kind="stable")
+        rows = {k: v[order] for k, v in rows.items()}
+        segment = segment[order]
+    return Segments(rows, segment, table.total_time_ps[index])
+
+
+def concat_segments(parts: list[Segments]) -> Segments:
+    base = np.cumsum([0] + [len(p) for p in parts])
+    return Segments(
+        {k: np.concatenate([p.rows[k] for p in parts]) for k in ROW_KEYS},
+        np.concatenate([p.segment + b for p, b in zip(parts, base)]),
+        np.concatenate([p.totals for p in parts]),
+    )
+
+
+def program_db(dbs: list[OpMetricsDb] | Segments, include_infeed_outfeed: bool) -> OpMetricsDb:
     """XProf's synthetic Program op of each db, one row per db.
 
     Sums all ops but inner-op containers (call, while, ...), over the db's device time;
     without infeed/outfeed their ops and time are taken out. All dbs at once: their rows
     are concatenated and summed per db.
     """
-    n = len(dbs)
+    parts = dbs if isinstance(dbs, Segments) else db_segments(dbs)
+    n = len(parts)
     cols = empty_columns(n)
     cols["name"][:] = "Program"
     cols["category"][:] = "Program"
     cols["occurrences"][:] = 1
-    segment = np.repeat(np.arange(n), [len(db) for db in dbs])
-    rows = combine_rows(dbs)
+    segment, rows, totals = parts.segment, parts.rows, parts.totals
     skip = _category_mask(rows["category"], lambda c: c in INNER_OP_CATEGORIES)
     io = _category_mask(rows["category"], is_infeed_or_outfeed)
-    totals = np.array([db.total_time_ps for db in dbs], np.int64)
     if include_infeed_outfeed:
         io_time = np.zeros(n, np.int64)
     else:
@@ -289,11 +343,9 @@ def program_db(dbs: list[OpMetricsDb], include_infeed_outfeed: bool) -> OpMetric
 
 def combine_rows(dbs: list[OpMetricsDb]) -> dict[str, np.ndarray]:
     """The rows of several dbs stacked (no merging), for per-db sums."""
-    keys = ("category", "time_ps", "flops", "bytes_accessed", "model_flops", "breakdown")
-    keys += ("has_breakdown",)
     if not dbs:
-        return {k: v for k, v in empty_columns(0).items() if k in keys}
-    return {k: np.concatenate([getattr(db, k) for db in dbs]) for k in keys}
+        return {k: v for k, v in empty_columns(0).items() if k in ROW_KEYS}
+    return {k: np.concatenate([getattr(db, k) for db in dbs]) for k in ROW_KEYS}
 
 
 def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
@@ -345,7 +397,7 @@ def _records(
 
 
 def program_records(
-    dbs: list[OpMetricsDb],
+    dbs: list[OpMetricsDb] | Segments,
     peaks: DatabasePeaks,
     core_count: int,
     include: bool,
@@ -454,16 +506,25 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
     cores = stats.run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
-    step_programs = [(s.db, rm.PER_STEP, s.step_num, 1) for s in used_steps]
+    parts, kinds, nums = [], [], []
+    divisors = []
     if average is not None:
-        step_programs.insert(0, (average, rm.AVERAGE_STEP, 0, max(len(used_steps), 1)))
+        parts.append(db_segments([average]))
+        kinds.append(rm.AVERAGE_STEP)
+        nums.append(0)
+        divisors.append(max(len(used_steps), 1))
+    if used_steps:
+        parts.append(step_segments(used_steps))
+        kinds += [rm.PER_STEP] * len(used_steps)
+        nums += [s.step_num for s in used_steps]
+        divisors += [1] * len(used_steps)
     for include in (True, False):
         records = database.roofline_model_record
         records.extend(program_records([stats.all_db], peaks, cores, include, [rm.ALL], [0], [1]))
         records.extend(op_records(stats.all_db, peaks, cores, include))
-        if step_programs:
-            dbs, kinds, nums, divisors = (list(col) for col in zip(*step_programs))
-            records.extend(program_records(dbs, peaks, cores, include, kinds, nums, divisors))
+        if parts:
+            segments = concat_segments(parts)
+            records.extend(program_records(segments, peaks, cores, include, kinds, nums, divisors))
     diagnostics = step_diagnostics(stats)
     diagnostics.extend(stats.diagnostics)
     _add_diagnostics(database, diagnostics)
@@ -497,7 +558,7 @@ def _average_db(stats: OpStats, used_steps) -> OpMetricsDb | None:
     """
     single_host_gpu = stats.run_env.hardware_type == "GPU" and len(stats.hosts) == 1
     if used_steps and not single_host_gpu:
-        return combine([s.db for s in used_steps])
+        return sum_steps(used_steps)
     if stats.run_env.hardware_type == "TPU" or len(stats.hosts) > 1:
         return empty_db()
     return None

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import NotFound, RooflineError
-from .op_metrics import OpMetricsDb, combine
-from .op_stats import OpStats
+from .op_metrics import OpMetricsDb
+from .op_stats import OpStats, sum_steps
 from .protos import roofline_model_pb2 as rm
 
 TOTAL = "total"
@@ -50,7 +50,7 @@ def average_db(stats: OpStats) -> OpMetricsDb:
     steps = stats.complete_steps
     if not steps:
         raise NotFound("no complete steps to average (the profile has no step markers)")
-    total = combine([s.db for s in steps])
+    total = sum_steps(steps)
     n = len(steps)
     cols = {k: getattr(total, k) / n for k in _DIVIDED}
     cols["time_ps"] = np.rint(cols["time_ps"]).astype(np.int64)

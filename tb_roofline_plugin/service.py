@@ -22,7 +22,7 @@ from .convert import convert_file
 from .datatable import csv_file_name, to_csv, to_datatable
 from .errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from .export import selection_database, to_json
-from .op_stats import OpStats, combine_hosts
+from .op_stats import OpStats, combine_hosts, step_storage
 from .perf_env import PerfEnv
 from .protos import roofline_model_pb2 as rm
 from .roofline import build_database
@@ -92,7 +92,7 @@ class Result:
         return self._rendered[key]
 
     def size_bytes(self) -> int:
-        arrays = [self.stats.all_db] + [s.db for s in self.stats.steps]
+        arrays = [self.stats.all_db, *step_storage(self.stats.steps)]
         numeric = sum(
             v.nbytes for db in arrays for v in db.__dict__.values() if isinstance(v, np.ndarray)
         )

@@ -18,10 +18,11 @@ from dataclasses import asdict, fields
 import numpy as np
 
 from .op_metrics import OpMetricsDb
-from .op_stats import Diagnostics, OpStats, StepInfo
+from .op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from .perf_env import PerfEnv, RunEnvironment
+from .step_ops import StepOps
 
-FORMAT = "tb-roofline-stats/1"
+FORMAT = "tb-roofline-stats/2"
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
@@ -61,8 +62,14 @@ def dumps(stats: OpStats) -> bytes:
     arrays = _db_arrays("all", stats.all_db)
     if stats.unattributed is not None:
         arrays.update(_db_arrays("unattributed", stats.unattributed))
-    for i, step in enumerate(stats.steps):
-        arrays.update(_db_arrays(f"step{i}", step.db))
+    table, index = shared_table(stats.steps)
+    if table is not None:
+        arrays.update(_db_arrays("table", table.rows))
+        arrays.update({"table.offsets": table.offsets, "table.op": table.op})
+        arrays.update({"table.total": table.total_time_ps, "table.index": index})
+    else:
+        for i, step in enumerate(stats.steps):
+            arrays.update(_db_arrays(f"step{i}", step.db))
     meta = {
         "format": FORMAT,
         "hosts": stats.hosts,
@@ -86,10 +93,22 @@ def loads(data: bytes) -> OpStats:
         meta = json.loads(str(npz["meta"]))
         if meta.get("format") != FORMAT:
             raise ValueError(f"unknown stats format {meta.get('format')!r}")
-        steps = [
-            StepInfo(int(num), bool(done), _db_from(f"step{i}", npz), duration_ps=int(dur))
-            for i, (num, done, dur) in enumerate(meta["steps"])
-        ]
+        if "table.offsets" in npz:
+            table = StepOps(
+                rows=_db_from("table", npz),
+                offsets=npz["table.offsets"],
+                op=npz["table.op"],
+                total_time_ps=npz["table.total"],
+            )
+            steps = [
+                StepInfo(int(num), bool(done), duration_ps=int(dur), table=table, index=int(i))
+                for i, (num, done, dur) in zip(npz["table.index"].tolist(), meta["steps"])
+            ]
+        else:
+            steps = [
+                StepInfo(int(num), bool(done), _db_from(f"step{i}", npz), duration_ps=int(dur))
+                for i, (num, done, dur) in enumerate(meta["steps"])
+            ]
         return OpStats(
             hosts=list(meta["hosts"]),
             run_env=RunEnvironment(**meta["run_env"]),

@@ -13,8 +13,8 @@ import numpy as np
 
 from .device_peaks import tpu_dtype_tflops
 from .host_steps import valid_step_number
-from .op_metrics import MEMORY_SPACES, OpMetricsDb, empty_columns, self_times, with_idle
-from .op_stats import Diagnostics, OpStats, StepInfo
+from .op_metrics import MEMORY_SPACES, empty_columns, self_times
+from .op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from .perf_env import RunEnvironment, tpu_perf_env
 from .profile_reader import (
     TPU_CORE_PLANE,
@@ -27,6 +27,7 @@ from .profile_reader import (
     stats_dict,
 )
 from .protos import op_metrics_pb2, xplane_pb2
+from .step_ops import StepOps, cells, step_ops
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
@@ -160,13 +161,13 @@ _STATIC = ("program_id", "name", "category", "has_breakdown", "source_file", "so
 _STATIC += ("source_stack", "dtype", "flops", "model_flops", "bytes_accessed", "breakdown")
 
 
-def windowed_dbs(
+def windowed_ops(
     cores: list[CoreOps], windows: list[list[tuple[int, int]]] | None = None
-) -> list[OpMetricsDb]:
+) -> StepOps:
     """Op metrics summed over cores: of whole cores, or per window (step).
 
     ``windows[c][w]`` is window w on core c; an event belongs to the window it starts in.
-    One pass over each core's events bins them by (window, op); ops of all cores share
+    One pass over all cores' events bins them by (window, op); ops of all cores share
     one table keyed by (program, name), so no per-window merging is needed.
     """
     keys: dict[tuple[int, str], int] = {}
@@ -183,8 +184,9 @@ def windowed_dbs(
         for col in _STATIC:
             table[col][mapping] = core.ops[col]
     count = 1 if windows is None else len(windows[0])
-    grids = {k: np.zeros((count, n)) for k in ("occ", "time", "self", "dma", "norm")}
     totals = np.zeros(count, np.int64)
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("group", "op", "occ", "dur", "self")}
+    parts.update(dma=[], norm=[])
     for c, (core, mapping) in enumerate(zip(cores, mappings)):
         take = core.op_row >= 0
         if windows is None:
@@ -198,33 +200,32 @@ def windowed_dbs(
             inside[inside] &= core.begin_ps[inside] < ends[group[inside]]
             take &= inside
             totals += ends - starts
-        index = group[take] * n + mapping[core.op_row[take]]
         duration = (core.end_ps - core.begin_ps)[take]
-        for name, weights in (
+        for name, values in (
+            ("group", group[take]),
+            ("op", mapping[core.op_row[take]]),
             ("occ", core.occurrences[take]),
-            ("time", duration),
+            ("dur", duration),
             ("self", core.self_ps[take]),
             ("dma", core.dma_stall_ps[take]),
             ("norm", duration * core.time_scale[take]),
         ):
-            grids[name] += np.bincount(index, weights=weights, minlength=count * n).reshape(
-                count, n
-            )
-    dbs = []
-    for w in range(count):
-        occ = grids["occ"][w]
-        cols = dict(table)
-        cols["occurrences"] = occ.astype(np.int64)
-        cols["time_ps"] = grids["time"][w].astype(np.int64)
-        cols["self_time_ps"] = grids["self"][w].astype(np.int64)
-        for cost in ("flops", "model_flops", "bytes_accessed"):
-            cols[cost] = table[cost] * occ
-        cols["breakdown"] = table["breakdown"] * occ[:, None, None]
-        cols["dma_stall_ps"] = grids["dma"][w]
-        cols["normalized_time_ps"] = grids["norm"][w]
-        db = OpMetricsDb(**cols, total_time_ps=int(totals[w]))
-        dbs.append(db.take(np.nonzero(occ > 0)[0]))
-    return dbs
+            parts[name].append(values)
+    cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
+    binned = cells(cat["group"], cat["op"], n, count)
+    occ = binned.sum(cat["occ"])
+    per_occurrence = {k: table[k][binned.op] for k in ("flops", "model_flops", "bytes_accessed")}
+    columns = {
+        "occurrences": occ.astype(np.int64),
+        "time_ps": binned.sum(cat["dur"]).astype(np.int64),
+        "self_time_ps": binned.sum(cat["self"]).astype(np.int64),
+        "dma_stall_ps": binned.sum(cat["dma"]),
+        "normalized_time_ps": binned.sum(cat["norm"]),
+        **{k: v * occ for k, v in per_occurrence.items()},
+        "breakdown": table["breakdown"][binned.op] * occ[:, None, None],
+    }
+    ops = step_ops(table, binned, columns, totals)
+    return ops.keep_rows(occ > 0)
 
 
 def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) -> bool:
@@ -251,7 +252,7 @@ def tpu_op_stats(profile: Profile, host: str) -> OpStats:
         device_core_count=len(planes),
         active_core_count=sum(1 for c in cores if len(c.begin_ps)),
     )
-    all_db = with_idle(windowed_dbs([c for c in cores if len(c.begin_ps)])[0])
+    all_db = windowed_ops([c for c in cores if len(c.begin_ps)]).db(0)
     stats = OpStats(hosts=[host], run_env=run_env, perf_env=perf_env, all_db=all_db)
     stats.has_step_markers = any(c.steps for c in cores)
     stats.steps = _intersect_steps([c for c in cores if c.steps])
@@ -274,8 +275,4 @@ def _intersect_steps(cores: list[CoreOps]) -> list[StepInfo]:
         for k, (num, step) in enumerate(zip(numbers, chosen)):
             if _is_cut(core, step, positions[num] == 0, positions[num] == last):
                 complete[k] = False
-    dbs = windowed_dbs(cores, windows)
-    return [
-        StepInfo(num, done, with_idle(db), duration_ps=int(d))
-        for num, done, db, d in zip(numbers, complete, dbs, durations)
-    ]
+    return table_steps(windowed_ops(cores, windows), numbers, complete, durations)

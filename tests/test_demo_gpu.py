@@ -332,7 +332,7 @@ def test_one_op_runs_as_two_kernels_per_execution(default_path):
     for plane in [p for p in profile.planes if p.name.startswith("/device:GPU:")]:
         kernels = read_kernels([plane])
         op, table = assign_ops(kernels, modules)
-        (db,) = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([1]))
+        db = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([1])).rows
         per_exec = {
             name: modules[pid].cost(name).flops for pid, name in zip(db.program_id, db.name)
         }
@@ -351,7 +351,7 @@ def test_one_op_runs_as_two_kernels_per_execution(default_path):
         names = {
             kernels.kernel_names[k]
             for k, o in zip(kernels.kernel, kernels.hlo_op)
-            if o == "input_reduce_fusion"
+            if kernels.hlo_ops[o] == "input_reduce_fusion"
         }
         assert names == {"input_reduce_fusion", "input_reduce_fusion_1"}
 

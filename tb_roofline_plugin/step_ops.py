@@ -1,0 +1,144 @@
+"""The ops of every step as one table, not one OpMetricsDb per step.
+
+Profiles have up to tens of thousands of steps; a db per step costs about a millisecond
+of Python each and a dense steps x ops grid costs memory. Here only the (step, op) cells
+that ran are rows, grouped by step (CSR ``offsets``), each with its op's index in the
+platform reader's op table, so sums over steps are array operations and a step's db is
+made only when somebody asks for that step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from .op_metrics import IDLE_NAME, SUMMED_COLUMNS, OpMetricsDb, empty_columns, with_idle
+
+
+@dataclass
+class Cells:
+    """The (group, op) cells that events fall in: sorted by group, then op."""
+
+    group: np.ndarray  # int64 per cell
+    op: np.ndarray  # int64 per cell
+    inverse: np.ndarray  # cell of each event used
+    offsets: np.ndarray  # (groups + 1) int64: cells of group g are offsets[g]:offsets[g+1]
+
+    def __len__(self) -> int:
+        return len(self.op)
+
+    def sum(self, weights: np.ndarray | None = None) -> np.ndarray:
+        """float64 per cell: the count of events (no weights) or the sum of ``weights``."""
+        return np.bincount(self.inverse, weights=weights, minlength=len(self))
+
+
+def cells(group: np.ndarray, op: np.ndarray, ops: int, groups: int) -> Cells:
+    """Bins events (their ``group`` and ``op``, both already filtered to >= 0) into cells."""
+    group = np.asarray(group, np.int64)
+    op = np.asarray(op, np.int64)
+    keys, inverse = np.unique(group * max(ops, 1) + op, return_inverse=True)
+    cell_group, cell_op = np.divmod(keys, max(ops, 1))
+    offsets = np.searchsorted(cell_group, np.arange(groups + 1)).astype(np.int64)
+    return Cells(cell_group, cell_op, inverse.ravel(), offsets)
+
+
+@dataclass
+class StepOps:
+    """Rows of all steps (IDLE not included), grouped by step; ``rows.total_time_ps`` unused."""
+
+    rows: OpMetricsDb
+    offsets: np.ndarray  # (steps + 1) int64
+    op: np.ndarray  # int64 per row: the op's index, equal across steps for the same op
+    total_time_ps: np.ndarray  # int64 per step: device time of the step
+
+    def __len__(self) -> int:
+        return len(self.total_time_ps)
+
+    @property
+    def segment(self) -> np.ndarray:
+        """The step of every row."""
+        return np.repeat(np.arange(len(self)), np.diff(self.offsets))
+
+    def db(self, step: int) -> OpMetricsDb:
+        """One step's db, IDLE included, as a per-step OpMetricsDb would be."""
+        part = self.rows.take(slice(int(self.offsets[step]), int(self.offsets[step + 1])))
+        return with_idle(replace(part, total_time_ps=int(self.total_time_ps[step])))
+
+    def idle_ps(self) -> np.ndarray:
+        """IDLE time per step: device time minus the self time of its ops (never negative)."""
+        ran = self.rows.occurrences > 0
+        busy = np.zeros(len(self), np.int64)
+        np.add.at(busy, self.segment[ran], self.rows.self_time_ps[ran])
+        return np.maximum(self.total_time_ps - busy, 0)
+
+    def keep_rows(self, mask: np.ndarray) -> StepOps:
+        """The table with only the rows where ``mask`` is true (steps stay)."""
+        kept = np.concatenate([[0], np.cumsum(mask)])
+        return replace(
+            self,
+            rows=self.rows.take(np.flatnonzero(mask)),
+            offsets=kept[self.offsets],
+            op=self.op[mask],
+        )
+
+    def row_mask(self, steps: np.ndarray) -> np.ndarray:
+        """Rows of the given steps (indices into this table)."""
+        chosen = np.zeros(len(self), bool)
+        chosen[steps] = True
+        return chosen[self.segment]
+
+    def summed(self, steps: np.ndarray) -> OpMetricsDb:
+        """``combine`` of the given steps' dbs (IDLE included), without making them.
+
+        Rows come in the order ``combine`` gives them: by first appearance over the
+        steps in order, the IDLE row right after the first step's ops.
+        """
+        steps = np.asarray(steps, np.int64)
+        if len(steps) == 0:
+            return OpMetricsDb(**empty_columns(0))
+        mask = self.row_mask(steps)
+        rows = np.flatnonzero(mask)
+        ops, first, slot = np.unique(self.op[rows], return_index=True, return_inverse=True)
+        # Position of each op's first row; IDLE goes after the first step's rows.
+        first_step_rows = int(self.offsets[steps[0] + 1] - self.offsets[steps[0]])
+        position = first.astype(np.float64)
+        position[position >= first_step_rows] += 1.0
+        order = np.argsort(position, kind="stable")
+        idle_at = int(np.searchsorted(position[order], first_step_rows))
+        target = np.empty(len(ops), np.int64)
+        target[order] = np.arange(len(ops)) + (np.arange(len(ops)) >= idle_at)
+        out = {}
+        for f in fields(OpMetricsDb):
+            name = f.name
+            if name in ("total_time_ps", "extra"):
+                continue
+            column = getattr(self.rows, name)
+            shape = (len(ops) + 1, *column.shape[1:])
+            if name in SUMMED_COLUMNS:
+                values = np.zeros(shape, column.dtype)
+                np.add.at(values, target[slot.ravel()], column[rows])
+            elif name == "has_breakdown":
+                values = np.zeros(shape, bool)
+                np.logical_or.at(values, target[slot.ravel()], column[rows])
+            else:
+                values = empty_columns(1)[name].repeat(len(ops) + 1, axis=0)
+                values[target] = column[rows[first]]
+            out[name] = values
+        idle = int(self.idle_ps()[steps].sum())
+        out["name"][idle_at] = out["category"][idle_at] = IDLE_NAME
+        out["time_ps"][idle_at] = out["self_time_ps"][idle_at] = idle
+        out["normalized_time_ps"][idle_at] = idle
+        return OpMetricsDb(**out, total_time_ps=int(self.total_time_ps[steps].sum()))
+
+
+def step_ops(static: dict[str, np.ndarray], binned: Cells, columns: dict, totals) -> StepOps:
+    """A StepOps from the ops' static columns and the per-cell ``columns`` of the readers."""
+    cols = {k: v[binned.op] for k, v in static.items() if k not in columns}
+    cols.update(columns)
+    return StepOps(
+        rows=OpMetricsDb(**cols),
+        offsets=binned.offsets,
+        op=binned.op,
+        total_time_ps=np.asarray(totals, np.int64),
+    )

@@ -1,0 +1,133 @@
+"""One table for every step's ops: the same numbers as one OpMetricsDb per step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tb_roofline_plugin import stats_store
+from tb_roofline_plugin.gpu import StringCodes, first_seen_codes
+from tb_roofline_plugin.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
+from tb_roofline_plugin.op_stats import OpStats, StepInfo, step_storage, sum_steps, table_steps
+from tb_roofline_plugin.perf_env import PerfEnv, RunEnvironment
+from tb_roofline_plugin.roofline import db_segments, program_db, step_segments
+from tb_roofline_plugin.step_ops import cells, step_ops
+
+
+def _table():
+    """Three ops (a, b, c); events of three steps: step 0 runs b and a, step 1 c, step 2 a."""
+    static = empty_columns(3)
+    static["name"][:] = ["a", "b", "c"]
+    static["category"][:] = ["fusion", "convolution", "infeed"]
+    static["program_id"][:] = [7, 7, 9]
+    group = np.array([0, 0, 0, 1, 2, 2])
+    op = np.array([1, 0, 1, 2, 0, 0])
+    binned = cells(group, op, 3, 3)
+    time_ps = binned.sum(np.array([10, 20, 30, 40, 50, 60], np.float64))
+    flops = binned.sum(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]))
+    columns = {
+        "occurrences": binned.sum().astype(np.int64),
+        "time_ps": time_ps.astype(np.int64),
+        "self_time_ps": time_ps.astype(np.int64),
+        "flops": flops,
+        "bytes_accessed": flops * 2,
+    }
+    return step_ops(static, binned, columns, [100, 50, 90])
+
+
+def test_cells_group_events_by_step_then_op():
+    binned = cells(np.array([1, 0, 1, 0]), np.array([2, 1, 0, 1]), 3, 3)
+    assert binned.group.tolist() == [0, 1, 1]
+    assert binned.op.tolist() == [1, 0, 2]
+    assert binned.offsets.tolist() == [0, 1, 3, 3]
+    assert binned.sum(np.array([1.0, 2.0, 3.0, 4.0])).tolist() == [6.0, 3.0, 1.0]
+
+
+def test_a_steps_db_has_its_ops_and_idle():
+    table = _table()
+    db = table.db(0)
+    assert db.name.tolist() == ["a", "b", IDLE_NAME]
+    assert db.time_ps.tolist() == [20, 40, 40]  # IDLE = 100 - 20 - 40
+    assert db.occurrences.tolist() == [1, 2, 0]
+    assert db.flops.tolist() == [2.0, 4.0, 0.0]
+    assert db.total_time_ps == 100
+    assert table.idle_ps().tolist() == [40, 10, 0]  # step 2: 110 ps of ops in 90 ps
+
+
+def test_summed_steps_equal_combine_of_their_dbs():
+    table = _table()
+    for steps in ([0, 1, 2], [1, 2], [2, 0], [1]):
+        want = combine([table.db(s) for s in steps])
+        got = table.summed(np.array(steps))
+        assert got.name.tolist() == want.name.tolist()
+        for column in ("time_ps", "self_time_ps", "occurrences", "flops", "bytes_accessed"):
+            assert getattr(got, column).tolist() == getattr(want, column).tolist(), column
+        assert got.category.tolist() == want.category.tolist()
+        assert got.program_id.tolist() == want.program_id.tolist()
+        assert got.total_time_ps == want.total_time_ps
+
+
+def test_program_rows_of_table_steps_equal_those_of_step_dbs():
+    table = _table()
+    steps = table_steps(table, [10, 11, 12], [True, True, True], [100, 50, 90])
+    for chosen in (steps, steps[1:], [steps[2], steps[0]]):
+        for include in (True, False):
+            want = program_db([s.db for s in chosen], include)
+            got = program_db(step_segments(chosen), include)
+            assert got.time_ps.tolist() == want.time_ps.tolist()
+            assert got.flops.tolist() == want.flops.tolist()
+            assert got.bytes_accessed.tolist() == want.bytes_accessed.tolist()
+    # Without infeed/outfeed, step 11 (only the infeed op c) keeps 50 - 40 ps.
+    assert program_db(step_segments(steps), False).time_ps.tolist() == [100, 10, 90]
+    assert program_db(db_segments([steps[1].db]), True).time_ps.tolist() == [50]
+
+
+def test_sum_steps_takes_the_table_or_falls_back_to_dbs():
+    table = _table()
+    steps = table_steps(table, [0, 1, 2], [True] * 3, [1, 1, 1])
+    own = [StepInfo(s.step_num, True, s.db) for s in steps]
+    assert sum_steps(steps).time_ps.tolist() == sum_steps(own).time_ps.tolist()
+    assert sum_steps(steps).time_ps.tolist() == [130, 40, 50, 40]  # a, b, IDLE (40 + 10), c
+    assert len(step_storage(steps)) == 1 and len(step_storage(own)) == 3
+
+
+def test_keep_rows_drops_rows_and_keeps_steps():
+    table = _table().keep_rows(np.array([True, False, True, True]))
+    assert table.offsets.tolist() == [0, 1, 2, 3]
+    assert [table.db(s).name.tolist()[:-1] for s in range(3)] == [["a"], ["c"], ["a"]]
+
+
+def test_stats_store_keeps_the_step_table():
+    table = _table()
+    stats = OpStats(
+        hosts=["h"],
+        run_env=RunEnvironment(hardware_type="GPU", device_type="x"),
+        perf_env=PerfEnv(),
+        all_db=with_idle(table.summed(np.arange(3))),
+        steps=table_steps(table, [4, 5, 6], [True, False, True], [100, 50, 90]),
+    )
+    back = stats_store.loads(stats_store.dumps(stats))
+    assert [(s.step_num, s.complete, s.duration_ps) for s in back.steps] == [
+        (4, True, 100),
+        (5, False, 50),
+        (6, True, 90),
+    ]
+    assert back.steps[0].table is back.steps[2].table
+    for mine, theirs in zip(stats.steps, back.steps):
+        assert theirs.db.name.tolist() == mine.db.name.tolist()
+        assert theirs.db.time_ps.tolist() == mine.db.time_ps.tolist()
+
+
+def test_first_seen_codes_number_keys_in_order_of_appearance():
+    codes, distinct = first_seen_codes(np.array([5, 3, 5, -1, 3, 9]))
+    assert codes.tolist() == [0, 1, 0, 2, 1, 3]
+    assert distinct.tolist() == [5, 3, -1, 9]
+
+
+@pytest.mark.parametrize("texts", [["b", "a"], ["a"]])
+def test_string_codes_span_lines(texts):
+    strings = StringCodes()
+    strings.add_distinct(texts, np.array([0] * len(texts) + list(range(len(texts)))))
+    strings.add_distinct(["z", "a"], np.array([1, 0]))
+    codes, values = strings.factorized()
+    assert [values[c] for c in codes] == [texts[0]] * len(texts) + texts + ["a", "z"]
