@@ -211,13 +211,16 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
     return combo_op[inverse.ravel()], table
 
 
-def _execution_starts(kernels: Kernels, op: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """In ``order`` (by line, then time): does each kernel start an execution of its op?"""
+def execution_starts(kernels: Kernels, op: np.ndarray) -> np.ndarray:
+    """Does each kernel start an execution of its op (on its line, in time order)?"""
+    order = np.lexsort((kernels.begin_ps, kernels.line))
     o, line, kernel = op[order], kernels.line[order], kernels.kernel[order]
     change = np.ones(len(o), bool)
     change[1:] = (o[1:] != o[:-1]) | (line[1:] != line[:-1])
     run_first = np.maximum.accumulate(np.where(change, np.arange(len(o)), 0))
-    return change | (kernel == kernel[run_first])
+    starts = np.zeros(len(op), bool)
+    starts[order] = change | (kernel == kernel[run_first])
+    return starts
 
 
 def aggregate(
@@ -226,15 +229,15 @@ def aggregate(
     table: OpTable,
     group: np.ndarray,
     totals: np.ndarray,
+    starts: np.ndarray | None = None,
 ) -> StepOps:
     """The ops of each group (step, or a single group for the whole profile) of the kernels.
 
-    ``group`` is each kernel's group (-1: in none); ``totals`` the device time per group.
+    ``group`` is each kernel's group (-1: in none); ``totals`` the device time per group;
+    ``starts`` the kernels that start an execution (``execution_starts``).
     """
     n = len(table)
-    order = np.lexsort((kernels.begin_ps, kernels.line))
-    starts = np.zeros(len(op), bool)
-    starts[order] = _execution_starts(kernels, op, order)
+    starts = execution_starts(kernels, op) if starts is None else starts
     use = (op >= 0) & (group >= 0)
     binned = cells(group[use], op[use], n, len(totals))
     executions = binned.sum(starts[use].astype(np.float64))
@@ -321,7 +324,8 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
     total = int(spans.sum())
-    whole = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]))
+    starts = execution_starts(kernels, op)
+    whole = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]), starts)
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -341,7 +345,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     markers = host_markers(profile.plane(HOST_PLANE))
     if markers.steps:
         stats.has_step_markers = True
-        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes))
+        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts)
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         if unclaimed[0]:
             stats.notes.append(
@@ -352,7 +356,12 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
 
 
 def gpu_steps(
-    kernels: Kernels, op: np.ndarray, table: OpTable, markers: HostMarkers, planes: int
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+    markers: HostMarkers,
+    planes: int,
+    executions: np.ndarray | None = None,
 ) -> tuple[list[StepInfo], tuple[int, int]]:
     """Steps from host step roots: a kernel belongs to the step its launch is in.
 
@@ -383,7 +392,7 @@ def gpu_steps(
     first = np.minimum(first, np.repeat(starts, planes))
     last = np.maximum(last, np.repeat(ends, planes))
     totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
-    ops = aggregate(kernels, op, table, step, totals)
+    ops = aggregate(kernels, op, table, step, totals, executions)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete.
     ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
     launch_step = np.searchsorted(starts, times, side="right") - 1

@@ -47,15 +47,15 @@ def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, in
 def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
     """(step number or -1, begin, end) of the step-root events of one line's table."""
     is_root, _ = table.integers(ids.get("_r"))
-    step_num = table.numbers(ids.get("step_num"))
-    return [
-        (
-            -1.0 if np.isnan(step_num[i]) else float(step_num[i]),
-            int(table.begin_ps[i]),
-            int(table.end_ps[i]),
+    roots = np.flatnonzero(is_root)
+    step_num = table.numbers(ids.get("step_num"))[roots]
+    return list(
+        zip(
+            np.where(np.isnan(step_num), -1.0, step_num).tolist(),
+            table.begin_ps[roots].tolist(),
+            table.end_ps[roots].tolist(),
         )
-        for i in np.flatnonzero(is_root).tolist()
-    ]
+    )
 
 
 def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:

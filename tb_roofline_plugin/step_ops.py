@@ -15,6 +15,8 @@ import numpy as np
 
 from .op_metrics import IDLE_NAME, SUMMED_COLUMNS, OpMetricsDb, empty_columns, with_idle
 
+DENSE_CELLS = 1 << 24  # up to this many possible (group, op) cells, bin without sorting
+
 
 @dataclass
 class Cells:
@@ -37,7 +39,15 @@ def cells(group: np.ndarray, op: np.ndarray, ops: int, groups: int) -> Cells:
     """Bins events (their ``group`` and ``op``, both already filtered to >= 0) into cells."""
     group = np.asarray(group, np.int64)
     op = np.asarray(op, np.int64)
-    keys, inverse = np.unique(group * max(ops, 1) + op, return_inverse=True)
+    key = group * max(ops, 1) + op
+    if groups * max(ops, 1) <= DENSE_CELLS:
+        # A mark per possible cell and a running count: linear time, no sort.
+        present = np.zeros(groups * max(ops, 1), bool)
+        present[key] = True
+        keys = np.flatnonzero(present)
+        inverse = np.cumsum(present, dtype=np.int32)[key] - 1
+    else:
+        keys, inverse = np.unique(key, return_inverse=True)
     cell_group, cell_op = np.divmod(keys, max(ops, 1))
     offsets = np.searchsorted(cell_group, np.arange(groups + 1)).astype(np.int64)
     return Cells(cell_group, cell_op, inverse.ravel(), offsets)

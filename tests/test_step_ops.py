@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tb_roofline_plugin import stats_store
+from tb_roofline_plugin import step_ops as step_ops_module
 from tb_roofline_plugin.gpu import StringCodes, first_seen_codes
 from tb_roofline_plugin.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
 from tb_roofline_plugin.op_stats import OpStats, StepInfo, step_storage, sum_steps, table_steps
@@ -131,3 +132,14 @@ def test_string_codes_span_lines(texts):
     strings.add_distinct(["z", "a"], np.array([1, 0]))
     codes, values = strings.factorized()
     assert [values[c] for c in codes] == [texts[0]] * len(texts) + texts + ["a", "z"]
+
+
+def test_cells_give_the_same_bins_with_and_without_sorting(monkeypatch):
+    rng = np.random.default_rng(3)
+    group, op = rng.integers(0, 50, 2000), rng.integers(0, 40, 2000)
+    dense = cells(group, op, 40, 50)
+    monkeypatch.setattr(step_ops_module, "DENSE_CELLS", 0)
+    by_sort = cells(group, op, 40, 50)
+    for field in ("group", "op", "inverse", "offsets"):
+        assert getattr(dense, field).tolist() == getattr(by_sort, field).tolist(), field
+    assert dense.sum().sum() == 2000
