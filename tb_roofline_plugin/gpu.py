@@ -25,7 +25,7 @@ from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import RunEnvironment
 from .profile_reader import GPU_PLANE, HOST_PLANE, Profile, stat_ids, stat_names, stats_dict
 from .protos import xplane_pb2
-from .step_ops import StepOps, cells, step_ops
+from .step_ops import Cells, StepOps, cells, step_ops
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
 NO_HLO_CATEGORY = "kernel without HLO op"
@@ -39,8 +39,8 @@ def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(code per element, distinct keys in first-seen order) of an integer array."""
     distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
+    rank = np.empty(len(order), np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
     return rank[inverse.ravel()], distinct[order]
 
 
@@ -86,8 +86,8 @@ class Kernels:
 
     begin_ps: np.ndarray
     end_ps: np.ndarray
-    plane: np.ndarray  # index of the GPU plane
-    line: np.ndarray  # a global line number (unique across planes)
+    plane: np.ndarray  # int32 index of the GPU plane
+    line: np.ndarray  # int32 global line number (unique across planes)
     kernel: np.ndarray  # code of the kernel name in `kernel_names`
     kernel_names: list[str]
     hlo_op: np.ndarray  # code of the hlo_op stat in `hlo_ops`
@@ -97,11 +97,25 @@ class Kernels:
     program_id: np.ndarray  # uint64 (0 when absent)
     correlation_id: np.ndarray  # uint64
     has_correlation: np.ndarray  # bool
-    event_flops: np.ndarray  # float64, 0 when absent
+    event_flops: np.ndarray  # float64, 0 when absent (a read-only zero view when never present)
     event_bytes: np.ndarray
 
     def __len__(self) -> int:
         return len(self.begin_ps)
+
+
+def _stat_or_none(table: EventTable, stat_id: int | None) -> np.ndarray | int:
+    """A numeric stat per event (0 where absent), or the event count when no event has it."""
+    if stat_id is None or not (table.stat_id == stat_id).any():
+        return len(table)
+    return np.nan_to_num(table.numbers(stat_id))
+
+
+def _concatenate(parts: list) -> np.ndarray:
+    """Concatenated columns; counts stand for all-zero parts, kept as one read-only view."""
+    if all(isinstance(p, int) for p in parts):
+        return np.broadcast_to(np.float64(0.0), (sum(parts),))
+    return np.concatenate([np.zeros(p) if isinstance(p, int) else p for p in parts])
 
 
 def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
@@ -128,13 +142,13 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
             columns = {
                 "begin_ps": table.begin_ps,
                 "end_ps": table.end_ps,
-                "plane": np.full(n, p, np.int64),
-                "line": np.full(n, line_number, np.int64),
+                "plane": np.full(n, p, np.int32),
+                "line": np.full(n, line_number, np.int32),
                 "program_id": np.where(has_program, program, 0).astype(np.uint64),
                 "correlation_id": corr.astype(np.uint64),
                 "has_correlation": has_corr,
-                "event_flops": np.nan_to_num(table.numbers(ids.get("flops"))),
-                "event_bytes": np.nan_to_num(table.numbers(ids.get("bytes_accessed"))),
+                "event_flops": _stat_or_none(table, ids.get("flops")),
+                "event_bytes": _stat_or_none(table, ids.get("bytes_accessed")),
             }
             for key, value in columns.items():
                 parts.setdefault(key, []).append(value)
@@ -143,7 +157,7 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
         return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
                        empty.astype(np.uint64), empty.astype(np.uint64), empty.astype(bool),
                        empty.astype(float), empty.astype(float))  # fmt: skip
-    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    cat = {k: _concatenate(parts.pop(k)) for k in list(parts)}
     kernel, kernel_names = strings["kernel"].factorized()
     hlo_op, hlo_ops = strings["hlo_op"].factorized()
     tf_op, tf_ops = strings["tf_op"].factorized()
@@ -264,8 +278,8 @@ def aggregate(
     total_bytes = per_exec[:, 1] * executions
     written = per_exec[:, 2] * executions
     # XProf's fallback when the cost model has nothing: stats on the kernel events.
-    event_flops = binned.sum(kernels.event_flops[use])
-    event_bytes = binned.sum(kernels.event_bytes[use])
+    event_flops = _cell_sums(binned, kernels.event_flops, use)
+    event_bytes = _cell_sums(binned, kernels.event_bytes, use)
     flops = np.where(flops <= 0, event_flops, flops)
     from_events = (total_bytes <= 0) & (event_bytes > 0)
     total_bytes = np.where(from_events, event_bytes, total_bytes)
@@ -287,6 +301,13 @@ def aggregate(
         "dma_stall_ps": np.zeros(len(binned)),
     }
     return step_ops(static, binned, columns, totals)
+
+
+def _cell_sums(binned: Cells, values: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Per-cell sums of a kernel column (no pass at all for an all-zero view)."""
+    if values.strides == (0,):
+        return np.zeros(len(binned))
+    return binned.sum(values[use])
 
 
 def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetricsDb | None:
