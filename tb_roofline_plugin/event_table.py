@@ -196,18 +196,18 @@ def _chunks(events) -> list[list[bytes]]:
     return [events[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def _fast_table(line) -> EventTable:
+def _fast_table(events, timestamp_ns: int) -> EventTable:
     parts, stats, offset = [], [], 0
-    for chunk in _chunks(line.events):
+    for chunk in _chunks(events):
         columns, stat_event, stat_id, stat_kind, stat_int = _decode_chunk(chunk)
         parts.append(columns)
         stats.append((stat_event + offset, stat_id, stat_kind, stat_int))
         offset += len(chunk)
     if not parts:
-        return _table([], [], [], [], (_EMPTY_I64,) * 4, [], line.timestamp_ns)
+        return _table([], [], [], [], (_EMPTY_I64,) * 4, [], timestamp_ns)
     cat = [np.concatenate([p[k] for p in parts]) for k in (1, 2, 3, 5)]
     stat_cols = tuple(np.concatenate([s[i] for s in stats]) for i in range(4))
-    return _table(*cat, stat_cols, [], line.timestamp_ns)
+    return _table(*cat, stat_cols, [], timestamp_ns)
 
 
 def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns):
@@ -288,10 +288,14 @@ def may_have_stats(line, stat_ids: list[int]) -> bool:
     Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a
     false positive only costs decoding the line. Lines of full XLine messages: True.
     """
-    events = line.events
-    if not len(events) or not isinstance(events[0], (bytes, bytearray, memoryview)):
-        return True
-    raw = b"".join(events)
+    raw = getattr(line, "raw", None)  # a LineView: search the line's bytes
+    if raw is not None:
+        raw = bytes(raw)
+    else:
+        events = line.events
+        if not len(events) or not isinstance(events[0], (bytes, bytearray, memoryview)):
+            return True
+        raw = b"".join(events)
     return any(b"\x08" + _varint_bytes(i) in raw for i in stat_ids if i is not None)
 
 
@@ -305,7 +309,7 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
     events = line.events
     if len(events) and isinstance(events[0], (bytes, bytearray, memoryview)):
         try:
-            return _fast_table(line)
+            return _fast_table(events, line.timestamp_ns)
         except _NotVarints:
             if full_line is not None:
                 return _slow_table(full_line.events, line.timestamp_ns)

@@ -66,13 +66,60 @@ def analysis_planes(name: str, all_names: list[str]) -> bool:
     return with_host_plane(name)
 
 
+class LineView:
+    """One line: its header decoded, its events decoded from the file's bytes on each read.
+
+    Keeping the line's place in the file instead of its events (a Python bytes object per
+    event) keeps a profile's memory close to the size of the file.
+    """
+
+    __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps")
+    __slots__ += ("raw",)
+
+    def __init__(self, raw: memoryview) -> None:
+        header = xplane_lite_pb2.XLineHeader.FromString(raw)
+        self.id, self.display_id = header.id, header.display_id
+        self.name, self.display_name = header.name, header.display_name
+        self.timestamp_ns, self.duration_ps = header.timestamp_ns, header.duration_ps
+        self.raw = raw  # the XLine's bytes
+
+    @property
+    def events(self):
+        """The events as raw bytes (decoded now; not kept)."""
+        return xplane_lite_pb2.XLineLite.FromString(self.raw).events
+
+
+class PlaneView:
+    """A plane: metadata and stats decoded (an XPlaneLite without lines), lines as LineViews."""
+
+    def __init__(self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView]) -> None:
+        self._message = message
+        self.lines = lines
+
+    def __getattr__(self, name: str):
+        return getattr(self._message, name)
+
+
+def _plane_view(buf: memoryview, start: int, end: int) -> PlaneView:
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+    rest, lines, pos = bytearray(), [], start
+    for number, wire, vstart, vend in _fields(buf, start, end):
+        field_end = vend if wire != _WIRE_VARINT else vstart
+        if number == 3 and wire == _WIRE_LEN:
+            lines.append(LineView(buf[vstart:vend]))
+        else:
+            rest += buf[pos:field_end]
+        pos = field_end
+    return PlaneView(xplane_lite_pb2.XPlaneLite.FromString(bytes(rest)), lines)
+
+
 @dataclass
 class Profile:
     """The decoded part of one host's XSpace."""
 
     path: str
     hostnames: list[str]
-    planes: list[xplane_lite_pb2.XPlaneLite]  # events stay raw bytes (event_table.py)
+    planes: list[PlaneView]  # events stay in the file's bytes (event_table.py)
     skipped_planes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -171,7 +218,7 @@ def decode_profile(
         names = [name for name, _, _ in found]
         for name, start, end in found:
             if want(name, names):
-                profile.planes.append(xplane_lite_pb2.XPlaneLite.FromString(buf[start:end]))
+                profile.planes.append(_plane_view(buf, start, end))
             else:
                 profile.skipped_planes.append(name)
     except _WireError as exc:

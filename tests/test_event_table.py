@@ -43,7 +43,9 @@ def test_varint_stats_take_the_vectorized_path_and_match():
         }
     )
     lite, full = _lite_and_full(source)
-    fast = event_table._fast_table(lite.lines[0])  # raises if it had to fall back
+    fast = event_table._fast_table(
+        lite.lines[0].events, lite.lines[0].timestamp_ns
+    )  # raises if it had to fall back
     slow = event_table._slow_table(full.lines[0].events, full.lines[0].timestamp_ns)
     _assert_same(fast, slow)
     assert fast.begin_ps[1] == 7000 + 1_000_003
@@ -62,7 +64,7 @@ def test_string_and_double_stats_fall_back_to_the_same_table():
     source = _plane(lambda i: {"name": f"op {i}", "scale": 1.5 * i, "n": i})
     lite, full = _lite_and_full(source)
     with pytest.raises(_NotVarints):
-        event_table._fast_table(lite.lines[0])
+        event_table._fast_table(lite.lines[0].events, lite.lines[0].timestamp_ns)
     table = line_table(lite.lines[0])
     _assert_same(table, event_table._slow_table(full.lines[0].events, full.lines[0].timestamp_ns))
     ids = {m.name: k for k, m in lite.stat_metadata.items()}
@@ -88,7 +90,7 @@ def test_many_events_are_decoded_in_chunks(monkeypatch):
     lite, full = _lite_and_full(source)
     assert len(event_table._chunks(lite.lines[0].events)) > 10
     _assert_same(
-        event_table._fast_table(lite.lines[0]),
+        event_table._fast_table(lite.lines[0].events, lite.lines[0].timestamp_ns),
         event_table._slow_table(full.lines[0].events, full.lines[0].timestamp_ns),
     )
 
