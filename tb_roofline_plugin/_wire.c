@@ -36,44 +36,67 @@ enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_START_GROUP = 3,
 
 static PyObject *WireError;
 
-/* --- growable column ------------------------------------------------------------------ */
+/* --- output columns ------------------------------------------------------------------ */
+
+/* The stats of a line, one row per XStat, and where its str/bytes values lie. Each group
+ * of columns shares one row count and one capacity, so a row is reserved once. */
+typedef struct {
+    Py_ssize_t count, capacity;
+    int64_t *event, *id, *bits;
+    int8_t *kind;
+    double *number;
+} Stats;
 
 typedef struct {
-    char *data;
-    size_t size; /* bytes used */
-    size_t capacity;
-} Column;
+    Py_ssize_t count, capacity;
+    int64_t *event, *start, *length;
+} Objects;
 
-static int column_push(Column *c, const void *item, size_t item_size) {
-    if (c->size + item_size > c->capacity) {
-        size_t capacity = c->capacity ? c->capacity * 2 : 4096;
-        while (capacity < c->size + item_size) capacity *= 2;
-        char *grown = PyMem_Realloc(c->data, capacity);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->data = grown;
-        c->capacity = capacity;
+static int grow(void **column, Py_ssize_t capacity, size_t item_size) {
+    void *grown = PyMem_Realloc(*column, (size_t)capacity * item_size);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    memcpy(c->data + c->size, item, item_size);
-    c->size += item_size;
+    *column = grown;
     return 0;
 }
 
-/* A bytearray holding the column (writable once numpy wraps it), then frees the column. */
-static PyObject *column_release(Column *c) {
-    PyObject *out = PyByteArray_FromStringAndSize(c->data ? c->data : "", (Py_ssize_t)c->size);
-    PyMem_Free(c->data);
-    c->data = NULL;
-    c->size = c->capacity = 0;
-    return out;
+/* Makes room for one more row; -1 with MemoryError set when that fails. */
+static int stats_reserve(Stats *t) {
+    if (t->count < t->capacity) return 0;
+    Py_ssize_t capacity = t->capacity ? t->capacity * 2 : 1024;
+    if (capacity > PY_SSIZE_T_MAX / 8) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (grow((void **)&t->event, capacity, 8) < 0 || grow((void **)&t->id, capacity, 8) < 0 ||
+        grow((void **)&t->bits, capacity, 8) < 0 || grow((void **)&t->kind, capacity, 1) < 0 ||
+        grow((void **)&t->number, capacity, 8) < 0)
+        return -1;
+    t->capacity = capacity;
+    return 0;
 }
 
-enum {
-    COL_STAT_EVENT, COL_STAT_ID, COL_STAT_KIND, COL_STAT_INT, COL_STAT_FLOAT,
-    COL_OBJ_EVENT, COL_OBJ_START, COL_OBJ_LENGTH, N_COLUMNS
-};
+static int objects_reserve(Objects *t) {
+    if (t->count < t->capacity) return 0;
+    Py_ssize_t capacity = t->capacity ? t->capacity * 2 : 256;
+    if (capacity > PY_SSIZE_T_MAX / 8) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (grow((void **)&t->event, capacity, 8) < 0 || grow((void **)&t->start, capacity, 8) < 0 ||
+        grow((void **)&t->length, capacity, 8) < 0)
+        return -1;
+    t->capacity = capacity;
+    return 0;
+}
+
+/* A bytearray copy of the first `count` items of a column (writable once numpy wraps it). */
+static PyObject *as_bytearray(const void *column, Py_ssize_t count, size_t item_size) {
+    return PyByteArray_FromStringAndSize(column ? (const char *)column : "",
+                                         count * (Py_ssize_t)item_size);
+}
 
 /* --- wire reading --------------------------------------------------------------------- */
 
@@ -83,7 +106,7 @@ typedef struct {
 } Parser;
 
 /* Reads a varint of at most 10 bytes; bits past 64 are dropped, as protobuf does. */
-static int read_varint(Parser *ps, const uint8_t **p, const uint8_t *end, uint64_t *out) {
+static int read_long_varint(Parser *ps, const uint8_t **p, const uint8_t *end, uint64_t *out) {
     uint64_t value = 0;
     const uint8_t *q = *p;
     for (int i = 0; i < 10; i++) {
@@ -101,6 +124,16 @@ static int read_varint(Parser *ps, const uint8_t **p, const uint8_t *end, uint64
     }
     ps->error = "varint longer than 10 bytes";
     return -1;
+}
+
+/* The same, with one-byte varints (most tags, ids and lengths) inline. */
+static inline int read_varint(Parser *ps, const uint8_t **p, const uint8_t *end,
+                              uint64_t *out) {
+    if (*p < end && **p < 0x80) {
+        *out = *(*p)++;
+        return 0;
+    }
+    return read_long_varint(ps, p, end, out);
 }
 
 static int read_tag(Parser *ps, const uint8_t **p, const uint8_t *end, uint32_t *field,
@@ -233,7 +266,7 @@ static int valid_utf8(const uint8_t *s, size_t n) {
 
 /* Decodes one XStat (the bytes [p, end)) of event `event` and appends it to the columns. */
 static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                      Column *cols) {
+                      Stats *stats, Objects *objects) {
     int64_t id = 0, bits = 0;
     int8_t kind = KIND_NONE;
     double number = 0.0;
@@ -284,27 +317,28 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
     }
     if (kind == KIND_STR || kind == KIND_BYTES) {
         /* stat_int of a string is its index among the line's strings. */
-        bits = (int64_t)(cols[COL_OBJ_EVENT].size / sizeof(int64_t));
-        int64_t start = (int64_t)(object - ps->start), length = (int64_t)object_length;
-        if (column_push(&cols[COL_OBJ_EVENT], &event, 8) < 0 ||
-            column_push(&cols[COL_OBJ_START], &start, 8) < 0 ||
-            column_push(&cols[COL_OBJ_LENGTH], &length, 8) < 0)
-            return -2;
+        if (objects_reserve(objects) < 0) return -2;
+        Py_ssize_t k = objects->count++;
+        objects->event[k] = event;
+        objects->start[k] = (int64_t)(object - ps->start);
+        objects->length[k] = (int64_t)object_length;
+        bits = (int64_t)k;
     }
-    if (column_push(&cols[COL_STAT_EVENT], &event, 8) < 0 ||
-        column_push(&cols[COL_STAT_ID], &id, 8) < 0 ||
-        column_push(&cols[COL_STAT_KIND], &kind, 1) < 0 ||
-        column_push(&cols[COL_STAT_INT], &bits, 8) < 0 ||
-        column_push(&cols[COL_STAT_FLOAT], &number, 8) < 0)
-        return -2;
+    if (stats_reserve(stats) < 0) return -2;
+    Py_ssize_t row = stats->count++;
+    stats->event[row] = event;
+    stats->id[row] = id;
+    stats->kind[row] = kind;
+    stats->bits[row] = bits;
+    stats->number[row] = number;
     return 0;
 }
 
 /* Decodes one XEvent into element `event` of the event columns (`n` events each, one
- * after the other in `out`); its stats are appended to `cols`.
+ * after the other in `out`); its stats and strings are appended.
  * Returns 0, -1 for malformed input (ps->error set) or -2 with a Python error set. */
 static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                       int64_t n, int64_t *out, Column *cols) {
+                       int64_t n, int64_t *out, Stats *stats, Objects *objects) {
     int64_t metadata_id = 0, offset = 0, duration = 0, occurrences = 0;
     while (p < end) {
         uint32_t field;
@@ -321,7 +355,7 @@ static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t
             }
         } else if (wire == WIRE_LEN && field == 4) {
             if (read_length(ps, &p, end, &value) < 0) return -1;
-            int status = parse_stat(ps, p, p + value, event, cols);
+            int status = parse_stat(ps, p, p + value, event, stats, objects);
             if (status < 0) return status;
             p += value;
         } else {
@@ -347,12 +381,13 @@ PyDoc_STRVAR(decode_events_doc,
 "Raises WireError on malformed input.");
 
 static PyObject *decode_events(PyObject *self, PyObject *arg) {
+    (void)self;
     PyObject *seq = PySequence_Fast(arg, "decode_events expects a sequence of bytes");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *result = NULL, *event_columns = NULL;
-    Column cols[N_COLUMNS];
-    memset(cols, 0, sizeof cols);
+    Stats stats = {0};
+    Objects objects = {0};
 
     if ((size_t)n > PY_SSIZE_T_MAX / 32) {
         PyErr_NoMemory();
@@ -378,7 +413,8 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             size = view.len;
         }
         Parser ps = {data, NULL};
-        int status = parse_event(&ps, data, data + size, (int64_t)i, (int64_t)n, out, cols);
+        int status =
+            parse_event(&ps, data, data + size, (int64_t)i, (int64_t)n, out, &stats, &objects);
         if (have_view) PyBuffer_Release(&view);
         if (status == -1) {
             PyErr_Format(WireError, "event %zd is corrupt (%s)", i, ps.error);
@@ -387,21 +423,37 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
         if (status < 0) goto done;
     }
 
-    result = PyTuple_New(1 + N_COLUMNS);
-    if (result == NULL) goto done;
-    Py_INCREF(event_columns);
-    PyTuple_SET_ITEM(result, 0, event_columns);
-    for (int c = 0; c < N_COLUMNS; c++) {
-        PyObject *column = column_release(&cols[c]);
-        if (column == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyTuple_SET_ITEM(result, 1 + c, column);
+    PyObject *parts[9] = {
+        event_columns,
+        as_bytearray(stats.event, stats.count, 8),
+        as_bytearray(stats.id, stats.count, 8),
+        as_bytearray(stats.kind, stats.count, 1),
+        as_bytearray(stats.bits, stats.count, 8),
+        as_bytearray(stats.number, stats.count, 8),
+        as_bytearray(objects.event, objects.count, 8),
+        as_bytearray(objects.start, objects.count, 8),
+        as_bytearray(objects.length, objects.count, 8),
+    };
+    event_columns = NULL; /* now owned by parts */
+    int complete = 1;
+    for (int k = 0; k < 9; k++) complete &= parts[k] != NULL;
+    if (complete) result = PyTuple_New(9);
+    for (int k = 0; k < 9; k++) {
+        if (result != NULL)
+            PyTuple_SET_ITEM(result, k, parts[k]); /* steals the reference */
+        else
+            Py_XDECREF(parts[k]);
     }
 
 done:
-    for (int c = 0; c < N_COLUMNS; c++) PyMem_Free(cols[c].data);
+    PyMem_Free(stats.event);
+    PyMem_Free(stats.id);
+    PyMem_Free(stats.bits);
+    PyMem_Free(stats.kind);
+    PyMem_Free(stats.number);
+    PyMem_Free(objects.event);
+    PyMem_Free(objects.start);
+    PyMem_Free(objects.length);
     Py_XDECREF(event_columns);
     Py_DECREF(seq);
     return result;
