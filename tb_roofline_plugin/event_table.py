@@ -152,19 +152,21 @@ class _WireObjects(Sequence):
         is_str: np.ndarray,
     ) -> None:
         self._events = events
-        self._event, self._start, self._length = event.tolist(), start.tolist(), length.tolist()
-        self._is_str = is_str.tolist()
+        self._columns = (event, start, length, is_str)
+        self._lists: tuple[list, ...] | None = None  # the columns as lists, once read
 
     def __len__(self) -> int:
-        return len(self._event)
+        return len(self._columns[0])
 
     def __getitem__(self, index: int) -> str | bytes:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        start = self._start[index]
-        raw = self._events[self._event[index]][start : start + self._length[index]]
+        if self._lists is None:
+            self._lists = tuple(column.tolist() for column in self._columns)
+        event, start, length, is_str = self._lists
+        raw = self._events[event[index]][start[index] : start[index] + length[index]]
         raw = raw if isinstance(raw, bytes) else bytes(raw)
-        return raw.decode("utf-8") if self._is_str[index] else raw
+        return raw.decode("utf-8") if is_str[index] else raw
 
 
 class _NotVarints(Exception):
