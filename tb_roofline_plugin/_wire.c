@@ -38,64 +38,59 @@ static PyObject *WireError;
 
 /* --- output columns ------------------------------------------------------------------ */
 
-/* The stats of a line, one row per XStat, and where its str/bytes values lie. Each group
- * of columns shares one row count and one capacity, so a row is reserved once. */
-typedef struct {
-    Py_ssize_t count, capacity;
-    int64_t *event, *id, *bits;
-    int8_t *kind;
-    double *number;
-} Stats;
+/* Growable columns that share one row count: the stats of a line (one row per XStat) or
+ * where its str/bytes values lie. Each column is a bytearray, grown in place and handed to
+ * Python as it is (numpy wraps it without a copy). */
+#define MAX_COLUMNS 5
 
 typedef struct {
-    Py_ssize_t count, capacity;
-    int64_t *event, *start, *length;
-} Objects;
+    Py_ssize_t count, capacity; /* rows used, rows allocated */
+    int n_columns;
+    Py_ssize_t item_size[MAX_COLUMNS];
+    PyObject *array[MAX_COLUMNS];
+    char *data[MAX_COLUMNS]; /* each array's buffer; it moves when the array grows */
+} Rows;
 
-static int grow(void **column, Py_ssize_t capacity, size_t item_size) {
-    void *grown = PyMem_Realloc(*column, (size_t)capacity * item_size);
-    if (grown == NULL) {
-        PyErr_NoMemory();
-        return -1;
+#define CELL(rows, column, type, row) (((type *)(rows)->data[column])[row])
+enum { STAT_EVENT, STAT_ID, STAT_KIND, STAT_BITS, STAT_NUMBER };
+enum { OBJ_EVENT, OBJ_START, OBJ_LENGTH };
+static const Py_ssize_t STAT_SIZES[] = {8, 8, 1, 8, 8};
+static const Py_ssize_t OBJ_SIZES[] = {8, 8, 8};
+
+static int rows_init(Rows *r, int n_columns, const Py_ssize_t *item_size) {
+    memset(r, 0, sizeof *r);
+    r->n_columns = n_columns;
+    for (int c = 0; c < n_columns; c++) {
+        r->item_size[c] = item_size[c];
+        r->array[c] = PyByteArray_FromStringAndSize(NULL, 0);
+        if (r->array[c] == NULL) return -1;
+        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
     }
-    *column = grown;
     return 0;
 }
 
-/* Makes room for one more row; -1 with MemoryError set when that fails. */
-static int stats_reserve(Stats *t) {
-    if (t->count < t->capacity) return 0;
-    Py_ssize_t capacity = t->capacity ? t->capacity * 2 : 1024;
-    if (capacity > PY_SSIZE_T_MAX / 8) {
-        PyErr_NoMemory();
-        return -1;
+/* Resizes every column to `capacity` rows; -1 with a Python error set when that fails. */
+static int rows_resize(Rows *r, Py_ssize_t capacity) {
+    for (int c = 0; c < r->n_columns; c++) {
+        if (PyByteArray_Resize(r->array[c], capacity * r->item_size[c]) < 0) return -1;
+        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
     }
-    if (grow((void **)&t->event, capacity, 8) < 0 || grow((void **)&t->id, capacity, 8) < 0 ||
-        grow((void **)&t->bits, capacity, 8) < 0 || grow((void **)&t->kind, capacity, 1) < 0 ||
-        grow((void **)&t->number, capacity, 8) < 0)
-        return -1;
-    t->capacity = capacity;
+    r->capacity = capacity;
     return 0;
 }
 
-static int objects_reserve(Objects *t) {
-    if (t->count < t->capacity) return 0;
-    Py_ssize_t capacity = t->capacity ? t->capacity * 2 : 256;
-    if (capacity > PY_SSIZE_T_MAX / 8) {
+/* Makes room for one more row (capacity doubles, so appending costs O(1) per row). */
+static inline int rows_reserve(Rows *r) {
+    if (r->count < r->capacity) return 0;
+    if (r->capacity > PY_SSIZE_T_MAX / 16) {
         PyErr_NoMemory();
         return -1;
     }
-    if (grow((void **)&t->event, capacity, 8) < 0 || grow((void **)&t->start, capacity, 8) < 0 ||
-        grow((void **)&t->length, capacity, 8) < 0)
-        return -1;
-    t->capacity = capacity;
-    return 0;
+    return rows_resize(r, r->capacity ? r->capacity * 2 : 1024);
 }
 
-/* A bytearray copy of the first `count` items of a column (writable once numpy wraps it). */
-static PyObject *as_bytearray(const void *column, Py_ssize_t count, size_t item_size) {
-    return PyByteArray_FromStringAndSize(column ? (const char *)column : "",
-                                         count * (Py_ssize_t)item_size);
+static void rows_clear(Rows *r) {
+    for (int c = 0; c < r->n_columns; c++) Py_CLEAR(r->array[c]);
 }
 
 /* --- wire reading --------------------------------------------------------------------- */
@@ -266,7 +261,7 @@ static int valid_utf8(const uint8_t *s, size_t n) {
 
 /* Decodes one XStat (the bytes [p, end)) of event `event` and appends it to the columns. */
 static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                      Stats *stats, Objects *objects) {
+                      Rows *stats, Rows *objects) {
     int64_t id = 0, bits = 0;
     int8_t kind = KIND_NONE;
     double number = 0.0;
@@ -317,20 +312,20 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
     }
     if (kind == KIND_STR || kind == KIND_BYTES) {
         /* stat_int of a string is its index among the line's strings. */
-        if (objects_reserve(objects) < 0) return -2;
+        if (rows_reserve(objects) < 0) return -2;
         Py_ssize_t k = objects->count++;
-        objects->event[k] = event;
-        objects->start[k] = (int64_t)(object - ps->start);
-        objects->length[k] = (int64_t)object_length;
+        CELL(objects, OBJ_EVENT, int64_t, k) = event;
+        CELL(objects, OBJ_START, int64_t, k) = (int64_t)(object - ps->start);
+        CELL(objects, OBJ_LENGTH, int64_t, k) = (int64_t)object_length;
         bits = (int64_t)k;
     }
-    if (stats_reserve(stats) < 0) return -2;
+    if (rows_reserve(stats) < 0) return -2;
     Py_ssize_t row = stats->count++;
-    stats->event[row] = event;
-    stats->id[row] = id;
-    stats->kind[row] = kind;
-    stats->bits[row] = bits;
-    stats->number[row] = number;
+    CELL(stats, STAT_EVENT, int64_t, row) = event;
+    CELL(stats, STAT_ID, int64_t, row) = id;
+    CELL(stats, STAT_KIND, int8_t, row) = kind;
+    CELL(stats, STAT_BITS, int64_t, row) = bits;
+    CELL(stats, STAT_NUMBER, double, row) = number;
     return 0;
 }
 
@@ -338,7 +333,7 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
  * after the other in `out`); its stats and strings are appended.
  * Returns 0, -1 for malformed input (ps->error set) or -2 with a Python error set. */
 static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                       int64_t n, int64_t *out, Stats *stats, Objects *objects) {
+                       int64_t n, int64_t *out, Rows *stats, Rows *objects) {
     int64_t metadata_id = 0, offset = 0, duration = 0, occurrences = 0;
     while (p < end) {
         uint32_t field;
@@ -386,8 +381,8 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *result = NULL, *event_columns = NULL;
-    Stats stats = {0};
-    Objects objects = {0};
+    Rows stats = {0}, objects = {0}; /* zeroed: `done` may clear them before init */
+    if (rows_init(&stats, 5, STAT_SIZES) < 0 || rows_init(&objects, 3, OBJ_SIZES) < 0) goto done;
 
     if ((size_t)n > PY_SSIZE_T_MAX / 32) {
         PyErr_NoMemory();
@@ -423,37 +418,17 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
         if (status < 0) goto done;
     }
 
-    PyObject *parts[9] = {
-        event_columns,
-        as_bytearray(stats.event, stats.count, 8),
-        as_bytearray(stats.id, stats.count, 8),
-        as_bytearray(stats.kind, stats.count, 1),
-        as_bytearray(stats.bits, stats.count, 8),
-        as_bytearray(stats.number, stats.count, 8),
-        as_bytearray(objects.event, objects.count, 8),
-        as_bytearray(objects.start, objects.count, 8),
-        as_bytearray(objects.length, objects.count, 8),
-    };
-    event_columns = NULL; /* now owned by parts */
-    int complete = 1;
-    for (int k = 0; k < 9; k++) complete &= parts[k] != NULL;
-    if (complete) result = PyTuple_New(9);
-    for (int k = 0; k < 9; k++) {
-        if (result != NULL)
-            PyTuple_SET_ITEM(result, k, parts[k]); /* steals the reference */
-        else
-            Py_XDECREF(parts[k]);
-    }
+    /* Columns cut to their rows; the tuple takes over every reference. */
+    if (rows_resize(&stats, stats.count) < 0 || rows_resize(&objects, objects.count) < 0)
+        goto done;
+    result = PyTuple_Pack(9, event_columns, stats.array[STAT_EVENT], stats.array[STAT_ID],
+                          stats.array[STAT_KIND], stats.array[STAT_BITS],
+                          stats.array[STAT_NUMBER], objects.array[OBJ_EVENT],
+                          objects.array[OBJ_START], objects.array[OBJ_LENGTH]);
 
 done:
-    PyMem_Free(stats.event);
-    PyMem_Free(stats.id);
-    PyMem_Free(stats.bits);
-    PyMem_Free(stats.kind);
-    PyMem_Free(stats.number);
-    PyMem_Free(objects.event);
-    PyMem_Free(objects.start);
-    PyMem_Free(objects.length);
+    rows_clear(&stats);
+    rows_clear(&objects);
     Py_XDECREF(event_columns);
     Py_DECREF(seq);
     return result;
