@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 HERE = Path(__file__).parent
 
@@ -19,6 +19,11 @@ setup(
     ],
     # The frontend lives at the top level (`frontend/`) and ships inside the package.
     package_dir={"tb_roofline_plugin.frontend": "frontend"},
+    # The compiled event decoder is optional: without a compiler the install still works
+    # and event_table.py decodes with numpy and protobuf instead.
+    ext_modules=[
+        Extension("tb_roofline_plugin._wire", ["tb_roofline_plugin/_wire.c"], optional=True)
+    ],
     package_data={
         "tb_roofline_plugin": ["http_api.md"],
         "tb_roofline_plugin.frontend": ["*.js", "*.css"],

@@ -6,15 +6,28 @@ refs), an event is nothing but varints: tags, values and the lengths of its stat
 all of a line's events are decoded at once with array operations. Lines with double or
 string stats (and planes decoded as full ``XPlane`` messages) take the per-event path,
 which gives the same table.
+
+When the compiled decoder (``_wire.c``, built by setup.py where a compiler is available)
+is importable, it decodes every line of raw events in one C pass, whatever its stats;
+strings are then built only when read. ``TB_ROOFLINE_PURE=1`` forces the numpy/protobuf
+path (tests compare the two).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from .protos import xplane_pb2
+
+try:
+    from . import _wire
+except ImportError:  # built without a C compiler: the numpy/protobuf path does everything
+    _wire = None
 
 # Stat value kinds.
 INT, DOUBLE, REF, STR, BYTES = 1, 2, 3, 4, 5
@@ -30,7 +43,14 @@ _VARINT_KIND = {3: INT, 4: INT, 7: REF}  # XStat field numbers of varint values
 CHUNK_BYTES = 4 << 20  # events decoded per batch, to keep temporary arrays small
 MAX_MAGNITUDE = 1e200  # stat values beyond this are corrupt; keeps every sum finite
 MAX_TIME_PS = 1 << 62  # line timestamps beyond this overflow the ps time base
+PURE_ENV = "TB_ROOFLINE_PURE"  # set to 1: decode without the compiled decoder
 _EMPTY_I64 = np.zeros(0, np.int64)
+_EVENT_PARSE_ERROR = "Error parsing message with type 'tensorflow.profiler.XEvent'"
+
+
+def compiled_decoder() -> bool:
+    """Whether lines are decoded by the compiled decoder (built, and not turned off)."""
+    return _wire is not None and os.environ.get(PURE_ENV, "") in ("", "0")
 
 
 @dataclass
@@ -94,6 +114,60 @@ class EventTable:
             values[self.stat_event[row]] = self.stat_objects[self.stat_int[row]]
         return values
 
+    def string_codes(self, stat_id: int | None, names: dict[int, str]) -> tuple[np.ndarray, list]:
+        """``strings`` factorized: (int64 code per event, -1 where absent; distinct values).
+
+        ``values[codes[i]] == strings(stat_id, names)[i]`` wherever ``codes[i] >= 0``; the
+        values are distinct, in order of first appearance among ref ids, then strings.
+        Refs are resolved once per distinct id, with no Python object per event.
+        """
+        codes = np.full(len(self), -1, np.int64)
+        rows = self._rows(stat_id)
+        index: dict[str, int] = {}
+        refs = rows[self.stat_kind[rows] == REF]
+        if len(refs):
+            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            resolved = [names.get(int(i), "") for i in ids.tolist()]
+            id_codes = np.array([index.setdefault(v, len(index)) for v in resolved], np.int64)
+            codes[self.stat_event[refs]] = id_codes[inverse.reshape(-1)]
+        for row in rows[self.stat_kind[rows] == STR].tolist():
+            value = self.stat_objects[self.stat_int[row]]
+            codes[self.stat_event[row]] = index.setdefault(value, len(index))
+        return codes, list(index)
+
+
+class _WireObjects(Sequence):
+    """The str/bytes stat values of a line decoded in C, built from the event bytes on read.
+
+    Object ``i`` is the bytes ``[start[i], start[i] + length[i])`` of event ``event[i]``;
+    str values were checked to be valid UTF-8 by the decoder.
+    """
+
+    def __init__(
+        self,
+        events: list,
+        event: np.ndarray,
+        start: np.ndarray,
+        length: np.ndarray,
+        is_str: np.ndarray,
+    ) -> None:
+        self._events = events
+        self._columns = (event, start, length, is_str)
+        self._lists: tuple[list, ...] | None = None  # the columns as lists, once read
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, index: int) -> str | bytes:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if self._lists is None:
+            self._lists = tuple(column.tolist() for column in self._columns)
+        event, start, length, is_str = self._lists
+        raw = self._events[event[index]][start[index] : start[index] + length[index]]
+        raw = raw if isinstance(raw, bytes) else bytes(raw)
+        return raw.decode("utf-8") if is_str[index] else raw
+
 
 class _NotVarints(Exception):
     """The bytes hold a double, a string or a malformed field: use the per-event path."""
@@ -138,6 +212,8 @@ def _decode_chunk(events: list[bytes]) -> tuple:
     field = (tags >> np.uint64(3)).astype(np.int64)
     if np.any((wire != 0) & (wire != 2)):
         raise _NotVarints("a fixed-width field (double stat)")
+    if np.any(field == 0) or np.any(tags > np.uint64(0xFFFFFFFF)):
+        raise _NotVarints("an invalid tag (protobuf rejects it)")
     # A LEN field's content is the pairs up to the byte where it ends: they are one deeper.
     is_len = wire == 2
     content_end = positions[1::2][is_len] + np.diff(np.append(positions, len(buf)))[1::2][is_len]
@@ -152,6 +228,8 @@ def _decode_chunk(events: list[bytes]) -> tuple:
     depth = np.cumsum(steps[:-1])
     if np.any(depth > 1) or np.any(is_len & (depth != 0)) or np.any(is_len & (field != 4)):
         raise _NotVarints("a string or nested stat value")
+    if len(positions) == 0:
+        raise _NotVarints("only empty events")
     event_start = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     first_varint = np.searchsorted(positions, event_start)
     if np.any(positions[np.minimum(first_varint, len(positions) - 1)] != event_start) or np.any(
@@ -168,6 +246,9 @@ def _decode_chunk(events: list[bytes]) -> tuple:
         rows = top & (field == number)
         col[event_of[rows]] = vals[rows].astype(np.int64)
         columns[number] = col
+    oneof = top & ((field == 2) | (field == 5))  # XEvent.data: the last one on the wire wins
+    if np.any(np.bincount(event_of[oneof], minlength=n) > 1):
+        raise _NotVarints("offset_ps and num_occurrences repeated or both set")
     header = top & is_len  # one per stat
     stat_index = np.cumsum(header) - 1
     inner = depth == 1
@@ -178,6 +259,9 @@ def _decode_chunk(events: list[bytes]) -> tuple:
     stat_id[stat_index[rows]] = vals[rows].astype(np.int64)
     stat_kind = np.zeros(count, np.int8)
     stat_int = np.zeros(count, np.int64)
+    values = inner & np.isin(field, list(_VARINT_KIND))  # XStat.value: the last one wins
+    if np.any(np.bincount(stat_index[values], minlength=count) > 1):
+        raise _NotVarints("a stat with more than one value")
     for number, kind in _VARINT_KIND.items():
         rows = inner & (field == number)
         stat_kind[stat_index[rows]] = kind
@@ -208,6 +292,29 @@ def _fast_table(events, timestamp_ns: int) -> EventTable:
     cat = [np.concatenate([p[k] for p in parts]) for k in (1, 2, 3, 5)]
     stat_cols = tuple(np.concatenate([s[i] for s in stats]) for i in range(4))
     return _table(*cat, stat_cols, [], timestamp_ns)
+
+
+def _compiled_table(events, timestamp_ns: int) -> EventTable:
+    """The table from one C pass over the raw events (any stat kind).
+
+    A malformed event raises DecodeError, as decoding it with ``XEvent.FromString`` does.
+    """
+    events = events if isinstance(events, list) else list(events)
+    try:
+        decoded = _wire.decode_events(events)
+    except _wire.WireError as exc:
+        raise DecodeError(f"{_EVENT_PARSE_ERROR}: {exc}") from None
+    columns = np.frombuffer(decoded[0], np.int64).reshape(4, len(events))
+    stat_event, stat_id, stat_int, stat_float, obj_event, obj_start, obj_length = (
+        np.frombuffer(decoded[i], np.float64 if i == 5 else np.int64) for i in (1, 2, 4, 5, 6, 7, 8)
+    )
+    stat_kind = np.frombuffer(decoded[3], np.int8)
+    objects = _WireObjects(
+        events, obj_event, obj_start, obj_length, stat_kind[stat_kind >= STR] == STR
+    )
+    table = _table(*columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns)
+    table.stat_float = stat_float
+    return table
 
 
 def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns):
@@ -302,12 +409,15 @@ def may_have_stats(line, stat_ids: list[int]) -> bool:
 def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
     """The events of ``line`` (an XLineLite or an XLine) as columns.
 
-    For an XLineLite whose events hold doubles or strings, ``full_line`` (the same line
-    decoded as an XLine) is read event by event; without it the raw event bytes are
-    decoded one by one.
+    With the compiled decoder every XLineLite is decoded from its raw events in C.
+    Otherwise, for an XLineLite whose events hold doubles or strings, ``full_line`` (the
+    same line decoded as an XLine) is read event by event; without it the raw event bytes
+    are decoded one by one. A malformed event raises DecodeError either way.
     """
     events = line.events
     if len(events) and isinstance(events[0], (bytes, bytearray, memoryview)):
+        if compiled_decoder():
+            return _compiled_table(events, line.timestamp_ns)
         try:
             return _fast_table(events, line.timestamp_ns)
         except _NotVarints:

@@ -994,3 +994,160 @@ def random_request(rng: random.Random, runs: list[str]) -> tuple[str, str | byte
     if rng.random() < 0.1:
         params.append(rng.choice(["&&&", "=", "%", "%zz", "run", "run=a&run=b", "run=%00"]))
     return route, "&".join(params)
+
+
+# --- the compiled event decoder ------------------------------------------------------------------
+# Target 4: serialized XEvents decoded by the C decoder (``_wire.c``), the numpy/protobuf path
+# (``TB_ROOFLINE_PURE=1``) and protobuf itself (``XEvent.FromString`` per event) must give the
+# same table, or all three the same kind of error.
+
+_EVENT_NOISE = (  # unknown fields of every wire type, repeated and malformed-but-valid fields
+    b"\x50\x96\x01",  # field 10, varint
+    b"\x59" + bytes(range(8)),  # field 11, fixed64
+    b"\x5d\x01\x02\x03\x04",  # field 11, fixed32
+    b"\x52\x03abc",  # field 10, length-delimited
+    b"\x53\x08\x01\x52\x01x\x54",  # field 10, a group holding a varint and a string
+    b"\x0a\x00",  # metadata_id with the wrong wire type: unknown
+    b"\x20\x05",  # stats with the wrong wire type: unknown
+    b"\x08\x2a",  # metadata_id again: the last one wins
+    b"\x10\x07",  # offset_ps: clears num_occurrences (oneof)
+    b"\x28\x03",  # num_occurrences: clears offset_ps (oneof)
+    b"\x22\x04\x18\x05\x38\x06",  # a stat whose uint64 value is replaced by a ref
+    b"\x22\x05\x38\x06\x2a\x01a",  # a ref replaced by a string
+    b"\x22\x04\x2a\x00\x08\x01",  # an empty string
+    b"\x22\x0b\x2a\x01a\x11" + bytes(7) + b"\xf0",  # a string replaced by a double (-inf bits)
+    b"\x22\x04\x53\x54\x08\x03",  # a stat holding an empty group
+)
+
+
+def event_table_compiled() -> bool:
+    """Whether the compiled decoder is built (whatever TB_ROOFLINE_PURE says)."""
+    from tb_roofline_plugin import event_table
+
+    return event_table._wire is not None
+
+
+def random_event(rng: random.Random) -> bytes:
+    """A serialized XEvent with stats of every kind and, sometimes, unknown or repeated fields."""
+    from tb_roofline_plugin.protos import xplane_pb2
+
+    event = xplane_pb2.XEvent(
+        metadata_id=rng.choice(_INT64), duration_ps=rng.choice((0, 1, 5_000, 10**12))
+    )
+    if rng.random() < 0.8:
+        event.offset_ps = rng.choice((0, 7, 10**9, -(10**6), 1 << 61))
+    else:
+        event.num_occurrences = rng.choice((-3, 0, 1, 9, (1 << 31) + 1))
+    for _ in range(rng.randrange(5)):
+        stat = event.stats.add(metadata_id=rng.randrange(1, 40))
+        kind = rng.randrange(7)
+        if kind == 0:
+            stat.double_value = rng.choice(_DOUBLE)
+        elif kind == 1:
+            stat.uint64_value = rng.choice(_UINT64)
+        elif kind == 2:
+            stat.int64_value = rng.choice(_INT64)
+        elif kind == 3:
+            stat.str_value = rng.choice(("", "a", "fusion.3", "é€😀", "x" * 300))
+        elif kind == 4:
+            stat.bytes_value = rng.randbytes(rng.randrange(6))
+        elif kind == 5:
+            stat.ref_value = rng.choice(_UINT64)
+    data = event.SerializeToString()
+    for _ in range(rng.choice((0, 0, 1, 2))):
+        pos = rng.choice((0, len(data)))
+        data = data[:pos] + rng.choice(_EVENT_NOISE) + data[pos:]
+    return data
+
+
+def random_events(rng: random.Random) -> list[bytes]:
+    """A line's events, one of them (often) mutated byte-wise, or random bytes."""
+    events = [random_event(rng) for _ in range(rng.randrange(1, 6))]
+    roll = rng.random()
+    if roll < 0.6:
+        index = rng.randrange(len(events))
+        events[index], _ = mutate_bytes(rng, events[index])
+    elif roll < 0.7:
+        events[rng.randrange(len(events))] = rng.randbytes(rng.randrange(12))
+    return events
+
+
+def same_tables(a, b) -> str | None:
+    """Where two EventTables differ (None: identical; doubles compared by their bits)."""
+    import numpy as np
+
+    for key in (
+        "metadata_id",
+        "begin_ps",
+        "duration_ps",
+        "occurrences",
+        "stat_event",
+        "stat_id",
+        "stat_kind",
+        "stat_int",
+    ):
+        if not np.array_equal(getattr(a, key), getattr(b, key)):
+            return key
+    bits_a = np.asarray(a.stat_float, np.float64).view(np.int64)
+    if not np.array_equal(bits_a, np.asarray(b.stat_float, np.float64).view(np.int64)):
+        return "stat_float"
+    if list(a.stat_objects) != list(b.stat_objects):
+        return "stat_objects"
+    return None
+
+
+@contextlib.contextmanager
+def pure_decoder():
+    """Within: event_table decodes without the compiled decoder."""
+    from tb_roofline_plugin.event_table import PURE_ENV
+
+    old = os.environ.get(PURE_ENV)
+    os.environ[PURE_ENV] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[PURE_ENV]
+        else:
+            os.environ[PURE_ENV] = old
+
+
+def _decode_outcome(decode):
+    """The table, or the kind of error: "decode" (DecodeError) or "range" (ValueError)."""
+    try:
+        return decode()
+    except DecodeError:
+        return "decode"
+    except ValueError:
+        return "range"
+
+
+def decoder_target(events: list[bytes], timestamp_ns: int = 7) -> str:
+    """Decodes ``events`` three ways; raises FuzzFailure unless they agree."""
+    from tb_roofline_plugin import event_table
+    from tb_roofline_plugin.protos import xplane_lite_pb2, xplane_pb2
+
+    line = xplane_lite_pb2.XLineLite(timestamp_ns=timestamp_ns, events=events)
+
+    def by_protobuf():
+        decoded = [xplane_pb2.XEvent.FromString(e) for e in events]
+        return event_table._slow_table(decoded, timestamp_ns)
+
+    def pure():
+        with pure_decoder():
+            return event_table.line_table(line)
+
+    reference = guarded("protobuf", _decode_outcome, by_protobuf)
+    compiled = guarded("compiled", _decode_outcome, lambda: event_table.line_table(line))
+    numpy_path = guarded("pure", _decode_outcome, pure)
+    for name, outcome in (("compiled", compiled), ("pure", numpy_path)):
+        errors = [x for x in (reference, outcome) if isinstance(x, str)]
+        if errors and (len(errors) == 1 or outcome != reference):
+            detail = f"{name}: {outcome if isinstance(outcome, str) else 'a table'}"
+            detail += f" vs protobuf: {reference if isinstance(reference, str) else 'a table'}"
+            raise FuzzFailure("decoder mismatch", detail, repr(events))
+        if errors:
+            continue
+        if (where := same_tables(outcome, reference)) is not None:
+            raise FuzzFailure("decoder mismatch", f"{name} differs in {where}", repr(events))
+    return "ok" if not isinstance(reference, str) else f"error: {reference}"

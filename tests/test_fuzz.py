@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 RANDOM = bool(os.environ.get("TB_ROOFLINE_FUZZ_RANDOM"))
-BUDGET_S = {"bytes": 9.0, "fields": 9.0, "hlo": 6.0, "http": 5.0}
+BUDGET_S = {"bytes": 9.0, "fields": 9.0, "hlo": 6.0, "http": 5.0, "decoder": 5.0}
 SEEDS = fs.seed_profiles()
 SEED_NAMES = [name for name, _ in SEEDS]
 SEED_DATA = dict(SEEDS)
@@ -172,6 +172,23 @@ def test_fuzz_hlo_cost(index, rng_seed, count, as_bytes):
     else:
         mutated, _ = fs.mutate_module(rng, module, count)
         _record("hlo", lambda: fs.hlo_target(mutated))
+
+
+# --- target 4: the compiled event decoder ----------------------------------------------------
+
+
+@pytest.mark.skipif(
+    not fs.event_table_compiled(), reason="the compiled decoder (_wire.c) is not built"
+)
+@_settings(max_examples=800)
+@given(rng_seed=st.integers(0, 2**32 - 1), timestamp_ns=st.sampled_from([0, 7, 10**9, 10**16]))
+def test_fuzz_event_decoder(rng_seed, timestamp_ns):
+    """Random events, truncated, bit-flipped or replaced by random bytes: the C decoder gives
+    the table (or the kind of error) that protobuf and the numpy path give, never a crash."""
+    if _out_of_budget("decoder"):
+        return
+    events = fs.random_events(random.Random(rng_seed))
+    _record("decoder", lambda: fs.decoder_target(events, timestamp_ns))
 
 
 # --- target 3: HTTP query handling -----------------------------------------------------------
