@@ -329,11 +329,11 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
     return 0;
 }
 
-/* Decodes one XEvent into element `event` of the event columns (`n` events each, one
- * after the other in `out`); its stats and strings are appended.
+/* Decodes one XEvent, number `event` of its line, into `out` (metadata_id, offset_ps,
+ * duration_ps, num_occurrences); its stats and strings are appended.
  * Returns 0, -1 for malformed input (ps->error set) or -2 with a Python error set. */
 static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                       int64_t n, int64_t *out, Rows *stats, Rows *objects) {
+                       int64_t out[4], Rows *stats, Rows *objects) {
     int64_t metadata_id = 0, offset = 0, duration = 0, occurrences = 0;
     while (p < end) {
         uint32_t field;
@@ -357,10 +357,10 @@ static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t
             if (skip_field(ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
         }
     }
-    out[event] = metadata_id;
-    out[n + event] = offset;
-    out[2 * n + event] = duration;
-    out[3 * n + event] = occurrences;
+    out[0] = metadata_id;
+    out[1] = offset;
+    out[2] = duration;
+    out[3] = occurrences;
     return 0;
 }
 
@@ -408,8 +408,9 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             size = view.len;
         }
         Parser ps = {data, NULL};
-        int status =
-            parse_event(&ps, data, data + size, (int64_t)i, (int64_t)n, out, &stats, &objects);
+        int64_t fields[4];
+        int status = parse_event(&ps, data, data + size, (int64_t)i, fields, &stats, &objects);
+        for (int k = 0; k < 4; k++) out[k * n + i] = fields[k];
         if (have_view) PyBuffer_Release(&view);
         if (status == -1) {
             PyErr_Format(WireError, "event %zd is corrupt (%s)", i, ps.error);
@@ -434,8 +435,71 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(decode_line_doc,
+"decode_line(line) -> (metadata_id, offset_ps, duration_ps, num_occurrences,\n"
+"                      stat columns..., string columns...)\n\n"
+"Decodes the events (field 4) of one serialized XLine (bytes-like) in place, without a\n"
+"bytes object per event; the line's other fields are skipped. The columns are as in\n"
+"decode_events, the event columns one bytearray each, and obj_start counts from the\n"
+"start of the line. Raises WireError on malformed input.");
+
+enum { EVENT_METADATA, EVENT_OFFSET, EVENT_DURATION, EVENT_OCCURRENCES };
+static const Py_ssize_t EVENT_SIZES[] = {8, 8, 8, 8};
+
+static PyObject *decode_line(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *result = NULL;
+    Rows events = {0}, stats = {0}, objects = {0};
+    if (rows_init(&events, 4, EVENT_SIZES) < 0 || rows_init(&stats, 5, STAT_SIZES) < 0 ||
+        rows_init(&objects, 3, OBJ_SIZES) < 0)
+        goto done;
+    const uint8_t *p = view.buf, *end = (const uint8_t *)view.buf + view.len;
+    Parser ps = {view.buf, NULL};
+    int64_t fields[4];
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) goto malformed;
+        if (!(field == 4 && wire == WIRE_LEN)) { /* header fields: read by protobuf */
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) goto malformed;
+            continue;
+        }
+        if (read_length(&ps, &p, end, &length) < 0) goto malformed;
+        if (rows_reserve(&events) < 0) goto done;
+        Py_ssize_t row = events.count;
+        int status = parse_event(&ps, p, p + length, row, fields, &stats, &objects);
+        if (status == -1) goto malformed;
+        if (status < 0) goto done;
+        for (int k = 0; k < 4; k++) CELL(&events, k, int64_t, row) = fields[k];
+        events.count++;
+        p += length;
+    }
+    if (rows_resize(&events, events.count) < 0 || rows_resize(&stats, stats.count) < 0 ||
+        rows_resize(&objects, objects.count) < 0)
+        goto done;
+    result = PyTuple_Pack(12, events.array[EVENT_METADATA], events.array[EVENT_OFFSET],
+                          events.array[EVENT_DURATION], events.array[EVENT_OCCURRENCES],
+                          stats.array[STAT_EVENT], stats.array[STAT_ID], stats.array[STAT_KIND],
+                          stats.array[STAT_BITS], stats.array[STAT_NUMBER],
+                          objects.array[OBJ_EVENT], objects.array[OBJ_START],
+                          objects.array[OBJ_LENGTH]);
+    goto done;
+malformed:
+    PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
+done:
+    rows_clear(&events);
+    rows_clear(&stats);
+    rows_clear(&objects);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_events", decode_events, METH_O, decode_events_doc},
+    {"decode_line", decode_line, METH_O, decode_line_doc},
     {NULL, NULL, 0, NULL},
 };
 

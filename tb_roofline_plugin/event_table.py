@@ -139,7 +139,8 @@ class EventTable:
 class _WireObjects(Sequence):
     """The str/bytes stat values of a line decoded in C, built from the event bytes on read.
 
-    Object ``i`` is the bytes ``[start[i], start[i] + length[i])`` of event ``event[i]``;
+    Object ``i`` is the bytes ``[start[i], start[i] + length[i])`` of event ``event[i]`` (of
+    the line's bytes, for a line decoded whole);
     str values were checked to be valid UTF-8 by the decoder.
     """
 
@@ -150,8 +151,10 @@ class _WireObjects(Sequence):
         start: np.ndarray,
         length: np.ndarray,
         is_str: np.ndarray,
+        buffer: memoryview | None = None,
     ) -> None:
         self._events = events
+        self._buffer = buffer  # the line's bytes, when starts count from the line's start
         self._columns = (event, start, length, is_str)
         self._lists: tuple[list, ...] | None = None  # the columns as lists, once read
 
@@ -164,7 +167,8 @@ class _WireObjects(Sequence):
         if self._lists is None:
             self._lists = tuple(column.tolist() for column in self._columns)
         event, start, length, is_str = self._lists
-        raw = self._events[event[index]][start[index] : start[index] + length[index]]
+        source = self._buffer if self._buffer is not None else self._events[event[index]]
+        raw = source[start[index] : start[index] + length[index]]
         raw = raw if isinstance(raw, bytes) else bytes(raw)
         return raw.decode("utf-8") if is_str[index] else raw
 
@@ -294,6 +298,25 @@ def _fast_table(events, timestamp_ns: int) -> EventTable:
     return _table(*cat, stat_cols, [], timestamp_ns)
 
 
+def _compiled_line_table(raw: memoryview, timestamp_ns: int) -> EventTable:
+    """The table from one C pass over a serialized XLine: no bytes object per event."""
+    try:
+        decoded = _wire.decode_line(raw)
+    except _wire.WireError as exc:
+        raise DecodeError(f"{_EVENT_PARSE_ERROR}: {exc}") from None
+    columns = [np.frombuffer(decoded[i], np.int64) for i in range(4)]
+    stat_event, stat_id, stat_int, stat_float, obj_event, obj_start, obj_length = (
+        np.frombuffer(decoded[i], np.float64 if i == 8 else np.int64)
+        for i in (4, 5, 7, 8, 9, 10, 11)
+    )
+    stat_kind = np.frombuffer(decoded[6], np.int8)
+    is_str = stat_kind[stat_kind >= STR] == STR
+    objects = _WireObjects(None, obj_event, obj_start, obj_length, is_str, buffer=raw)
+    table = _table(*columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns)
+    table.stat_float = stat_float
+    return table
+
+
 def _compiled_table(events, timestamp_ns: int) -> EventTable:
     """The table from one C pass over the raw events (any stat kind).
 
@@ -414,6 +437,9 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
     same line decoded as an XLine) is read event by event; without it the raw event bytes
     are decoded one by one. A malformed event raises DecodeError either way.
     """
+    raw = getattr(line, "raw", None)  # a LineView: the line's bytes in the file
+    if raw is not None and compiled_decoder():
+        return _compiled_line_table(raw, line.timestamp_ns)
     events = line.events
     if len(events) and isinstance(events[0], (bytes, bytearray, memoryview)):
         if compiled_decoder():

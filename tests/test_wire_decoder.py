@@ -63,8 +63,11 @@ def _every_line_agrees(data: bytes) -> int:
     events = 0
     for plane in profile.planes:
         for line in plane.lines:
-            table = line_table(line)
+            table = line_table(line)  # decoded from the line's bytes in place
             assert fs.same_tables(table, _pure(line)) is None, (plane.name, line.name)
+            if event_table.compiled_decoder():  # ... equal to decoding the events one by one
+                per_event = event_table._compiled_table(line.events, line.timestamp_ns)
+                assert fs.same_tables(table, per_event) is None, (plane.name, line.name)
             events += len(table)
     return events
 
@@ -190,6 +193,9 @@ def test_malformed_events_raise_decode_error_like_protobuf(name):
     line = _line(b"\x08\x01", _MALFORMED[name])
     with pytest.raises(DecodeError, match=r"event 1 is corrupt"):
         line_table(line)
+    raw = memoryview(line.SerializeToString())
+    with pytest.raises(DecodeError, match=r"event 1 is corrupt"):
+        event_table._compiled_line_table(raw, line.timestamp_ns)
     with pytest.raises(DecodeError):
         _pure(line)
     with pytest.raises(DecodeError):
