@@ -315,7 +315,7 @@ def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
     texts = _columns_text(model.records, cols, "json")
     template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
     rows = list_text([template % row for row in zip(*texts)], None, 2)
-    text = dumps_with([table, diagnostics], (0, "rows"), rows, None)
+    text = dumps_with([table, diagnostics], {(0, "rows"): rows}, None)
     return text if text is not None else json.dumps(to_datatable(model))
 
 

@@ -100,21 +100,6 @@ def dtype_ceiling(dtype: str) -> str:
     return _DTYPE_CEILING.get(dtype, "")
 
 
-_OP_DETAIL_KEYS = (
-    "hlo_module_id",
-    "hlo_name",
-    "rank",
-    "dtype",
-    "dtype_peak_gflops",
-    "dtype_compute_efficiency",
-    "dtype_roofline_efficiency",
-    "wasted_time_us",
-    "wasted_time_fraction",
-    "above_roof",
-    "wasted_time_rank",
-)
-
-
 def op_details(
     database: RooflineModel | rm.RooflineModelDatabase, stats: OpStats, selection: Selection
 ) -> list[dict]:
@@ -124,7 +109,33 @@ def op_details(
     single peak); wasted time is time x (1 - roofline efficiency), never negative, and its
     fraction is of the selection's device time. Ties keep record order (a stable sort).
     """
-    model = as_model(database)
+    columns = _op_detail_columns(as_model(database), stats, selection)
+    lists = [v.tolist() if isinstance(v, np.ndarray) else v for v in columns.values()]
+    return [dict(zip(columns, row)) for row in zip(*lists)]
+
+
+def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection, indent) -> str:
+    """``json.dumps`` of ``op_details`` as the value of a top-level key."""
+    columns = _op_detail_columns(model, stats, selection)
+    floats = [k for k, v in columns.items() if isinstance(v, np.ndarray) and v.dtype == float]
+    texts = dict(zip(floats, float_columns_text([columns[k] for k in floats])))
+    for key, values in columns.items():
+        if key in texts:
+            continue
+        if isinstance(values, list) or values.dtype == object:
+            texts[key] = string_texts(values)
+        elif values.dtype == bool:
+            texts[key] = bool_texts(values)
+        else:
+            texts[key] = int_texts(values)
+    items = objects_text(list(columns), [texts[k] for k in columns], indent, 2)
+    return list_text(items, indent, 1)
+
+
+def _op_detail_columns(
+    model: RooflineModel, stats: OpStats, selection: Selection
+) -> dict[str, np.ndarray | list]:
+    """The columns of ``op_details``, in its key order."""
     records = model.records
     wanted = (
         (records["record_type"] == selection.record_type)
@@ -150,20 +161,19 @@ def op_details(
     wasted = ops["total_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
     wasted_rank = np.empty(len(ops), np.int64)
     wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)
-    columns = (
-        list(map(str, ops["hlo_module_id"].tolist())),
-        ops["hlo_name"].tolist(),
-        ops["rank"].tolist(),
-        dtypes,
-        ceiling.tolist(),
-        compute.tolist(),
-        np.where(compute > memory, compute, memory).tolist(),
-        wasted.tolist(),
-        safe_divide(wasted, db.total_time_ps / 1e6).tolist(),
-        (efficiency > 1.05).tolist(),
-        wasted_rank.tolist(),
-    )
-    return [dict(zip(_OP_DETAIL_KEYS, row)) for row in zip(*columns)]
+    return {
+        "hlo_module_id": list(map(str, ops["hlo_module_id"].tolist())),
+        "hlo_name": ops["hlo_name"],
+        "rank": ops["rank"],
+        "dtype": dtypes,
+        "dtype_peak_gflops": ceiling,
+        "dtype_compute_efficiency": compute,
+        "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
+        "wasted_time_us": wasted,
+        "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
+        "above_roof": efficiency > 1.05,
+        "wasted_time_rank": wasted_rank,
+    }
 
 
 def _unattributed(stats: OpStats) -> list[dict]:
@@ -289,28 +299,22 @@ def _field_texts(records: RecordSet, field, indent: int | None, level: int) -> l
 
 
 def _source_texts(records: RecordSet, indent: int | None, level: int) -> list[str]:
-    """``json.dumps`` of ``_source_dicts`` at ``level``."""
-    inner = "\n" + " " * (indent * (level + 1)) if indent is not None else ""
-    close = "\n" + " " * (indent * level) if indent is not None else ""
-    separator = "," + inner if indent is not None else ", "
-    files, stacks = records["source_file"], records["source_stack"]
-    out = []
-    for file_name, file_text, line, stack, stack_text in zip(
-        files.tolist(),
-        string_texts(files),
-        records["source_line"].tolist(),
-        stacks.tolist(),
-        string_texts(stacks),
-    ):
-        items = []
-        if file_name:
-            items.append('"file_name": ' + file_text)
-        if line:
-            items.append(f'"line_number": {line}')
-        if stack:
-            items.append('"stack_frame": ' + stack_text)
-        out.append("{" + inner + separator.join(items) + close + "}" if items else "{}")
-    return out
+    """``json.dumps`` of ``_source_dicts`` at ``level``: one template per set of present
+    fields."""
+    files, lines, stacks = records["source_file"], records["source_line"], records["source_stack"]
+    present = 4 * (files != "") + 2 * (lines != 0) + (stacks != "")
+    texts = {
+        "file_name": lambda index: string_texts(files[index]),
+        "line_number": lambda index: int_texts(lines[index]),
+        "stack_frame": lambda index: string_texts(stacks[index]),
+    }
+    out = np.full(len(files), "{}", object)
+    for code in np.unique(present).tolist():
+        keys = [k for bit, k in zip((4, 2, 1), texts) if code & bit]
+        if keys:
+            index = np.flatnonzero(present == code)
+            out[index] = objects_text(keys, [texts[k](index) for k in keys], indent, level)
+    return out.tolist()
 
 
 def _per_record(records: RecordSet, make) -> list:
@@ -373,7 +377,12 @@ def database_dict(database: RooflineModel | rm.RooflineModelDatabase) -> dict:
 
 
 def _body(
-    model: RooflineModel, stats: OpStats, sources: list[str], selection: Selection, database
+    model: RooflineModel,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection,
+    database: dict,
+    ops: list[dict] | None = None,
 ) -> dict:
     return {
         "step": selection.label,
@@ -390,7 +399,7 @@ def _body(
             }
             for s in stats.steps
         ],
-        "ops": op_details(model, stats, selection),
+        "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": stats.notes,
         "database": database,
@@ -424,13 +433,18 @@ def json_text(
     header = message_to_dict(model.header)
     if len(model.records):
         header = _with_records(header, [])
-    body = _body(model, stats, sources, selection, header)
+    body = _body(model, stats, sources, selection, header, ops=[])
     if not len(model.records):
+        body["ops"] = op_details(model, stats, selection)
         return json.dumps(body, indent=indent)
-    records = records_text(model.records, indent, 2)
-    text = dumps_with(body, ("database", _RECORDS_KEY), records, indent)
-    if text is None:  # the placeholder clashed with the profile's text: the slow way
+    parts = {
+        ("database", _RECORDS_KEY): records_text(model.records, indent, 2),
+        ("ops",): _op_details_text(model, stats, selection, indent),
+    }
+    text = dumps_with(body, parts, indent)
+    if text is None:  # a placeholder clashed with the profile's text: the slow way
         body["database"] = database_dict(model)
+        body["ops"] = op_details(model, stats, selection)
         text = json.dumps(body, indent=indent)
     return text
 

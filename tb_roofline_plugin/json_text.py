@@ -96,23 +96,34 @@ def value_text(value, indent: int | None, level: int) -> str:
     return text.replace("\n", _pad(indent, level)) if indent is not None else text
 
 
-def dumps_with(document, path: tuple[str, ...], text: str, indent: int | None) -> str | None:
-    """``json.dumps(document)`` with the value at ``path`` (dict keys) replaced by ``text``
-    (that value's JSON text at its nesting level); None if the placeholder is not unique.
+def dumps_with(document, parts: dict[tuple, str], indent: int | None) -> str | None:
+    """``json.dumps(document)`` with the value at each path of ``parts`` (keys or indices)
+    replaced by its text (that value's JSON at its nesting level); None if a placeholder
+    is not unique in the text.
 
-    The big part is written column-wise, the small rest by ``json.dumps``.
+    The big parts are written column-wise, the small rest by ``json.dumps``.
     """
-    token = f"tb-roofline-{uuid.uuid4().hex}"
-    parent = document
-    for key in path[:-1]:
-        parent = parent[key]
-    original = parent[path[-1]]
-    parent[path[-1]] = token
+    tokens = {}
+    originals = []
+    for path, text in parts.items():
+        token = f'"tb-roofline-{uuid.uuid4().hex}"'
+        parent = document
+        for key in path[:-1]:
+            parent = parent[key]
+        originals.append((parent, path[-1], parent[path[-1]]))
+        parent[path[-1]] = token[1:-1]
+        tokens[token] = text
     try:
         skeleton = json.dumps(document, indent=indent)
     finally:
-        parent[path[-1]] = original
-    placeholder = f'"{token}"'
-    if skeleton.count(token) != 1:
+        for parent, key, value in reversed(originals):
+            parent[key] = value
+    places = sorted((skeleton.find(token), token) for token in tokens)
+    if any(skeleton.count(token) != 1 for token in tokens):
         return None
-    return skeleton.replace(placeholder, text, 1)
+    pieces, start = [], 0
+    for place, token in places:
+        pieces += [skeleton[start:place], tokens[token]]
+        start = place + len(token)
+    pieces.append(skeleton[start:])
+    return "".join(pieces)
