@@ -9,10 +9,14 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import re
 
+import numpy as np
+
+from .json_text import bool_texts, dumps_with, float_columns_text, list_text, string_texts
 from .protos import roofline_model_pb2 as rm
-from .roofline import ridge_point
+from .roofline import RecordSet, RooflineModel, as_model, ridge_point
 
 # (id, type, label, record field or a special key)
 _DEFAULT_COLUMNS = (
@@ -156,41 +160,72 @@ def is_gpu_database(database: rm.RooflineModelDatabase) -> bool:
     return "GPU" in database.device_type
 
 
-def step_string(record: rm.RooflineModelRecord) -> str:
-    kind = record.record_type
-    if kind == rm.ALL:
-        return "Total"
-    if kind == rm.AVERAGE_STEP:
-        return "Average"
-    if kind == rm.PER_STEP:
-        return str(record.step_num)
-    if kind == rm.ALL_HW:
-        return "Total (HW)"
-    if kind == rm.INVALID_RECORD_TYPE:
-        return "Invalid"
-    return "Unknown"
+_STEP_NAMES = {
+    rm.ALL: "Total",
+    rm.AVERAGE_STEP: "Average",
+    rm.ALL_HW: "Total (HW)",
+    rm.INVALID_RECORD_TYPE: "Invalid",
+}
 
 
-def source_info_cell(record: rm.RooflineModelRecord) -> str:
-    info = record.source_info
-    if not info.file_name or info.line_number == -1:
-        return ""
-    stack = html.escape(info.stack_frame, quote=True).replace("&#x27;", "&#39;")
-    file_name = html.escape(info.file_name, quote=True).replace("&#x27;", "&#39;")
-    return f"<div class='source-info-cell' title='{stack}'>{file_name}:{info.line_number}</div>"
+def step_strings(records: RecordSet) -> list[str]:
+    """The Step cell of every record: Total, Average, the step number, ..."""
+    kinds = records["record_type"]
+    out = np.full(len(kinds), "Unknown", object)
+    for kind, name in _STEP_NAMES.items():
+        out[kinds == kind] = name
+    per_step = kinds == rm.PER_STEP
+    out[per_step] = list(map(str, records["step_num"][per_step].tolist()))
+    return out.tolist()
 
 
-def _cell(record: rm.RooflineModelRecord, key: str, kind: str):
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True).replace("&#x27;", "&#39;")
+
+
+def source_info_cells(records: RecordSet) -> list[str]:
+    """XProf's source cell (file:line, the stack as its title) of every record, or ""."""
+    files, lines = records["source_file"], records["source_line"]
+    out = np.full(len(files), "", object)
+    shown = np.flatnonzero((files != "") & (lines != -1))
+    out[shown] = [
+        f"<div class='source-info-cell' title='{_escape(stack)}'>{_escape(name)}:{line}</div>"
+        for name, line, stack in zip(
+            files[shown].tolist(), lines[shown].tolist(), records["source_stack"][shown].tolist()
+        )
+    ]
+    return out.tolist()
+
+
+def _column_values(records: RecordSet, key: str, kind: str) -> list:
+    """One column's cell values, as Python values."""
     if key == "#step":
-        return step_string(record)
+        return step_strings(records)
     if key == "#module":
-        return str(record.hlo_module_id)
+        return list(map(str, records["hlo_module_id"].tolist()))
     if key == "#source":
-        return source_info_cell(record)
-    value = getattr(record, key)
+        return source_info_cells(records)
     if kind == "number":
-        return float(value)
-    return value
+        return records[key].astype(np.float64).tolist()
+    return records[key].tolist()
+
+
+def _columns_text(records: RecordSet, cols: list, form: str) -> list[list[str]]:
+    """Every column's cells as text: ``json`` (JSON values) or ``csv`` (``str`` of each)."""
+    numbers = [i for i, (_, kind, _, _) in enumerate(cols) if kind == "number"]
+    float_form = "json" if form == "json" else "repr"
+    number_texts = float_columns_text([records[cols[i][3]] for i in numbers], float_form)
+    texts = dict(zip(numbers, number_texts))
+    for i, (_, kind, _, key) in enumerate(cols):
+        if i in texts:
+            continue
+        if kind == "boolean":
+            values = records[key]
+            texts[i] = bool_texts(values) if form == "json" else list(map(str, values.tolist()))
+        else:
+            strings = _column_values(records, key, kind)
+            texts[i] = string_texts(strings) if form == "json" else strings
+    return [texts[i] for i in range(len(cols))]
 
 
 def format_property(value: float | bool) -> str:
@@ -236,18 +271,16 @@ def properties(database: rm.RooflineModelDatabase) -> dict[str, str]:
     return dict(sorted(props.items()))
 
 
-def to_datatable(database: rm.RooflineModelDatabase) -> list[dict]:
-    """The body of XProf's ``roofline_model`` tool for this database."""
-    cols = columns(is_gpu_database(database))
+def _tables(model: RooflineModel) -> tuple[list, dict, dict]:
+    """(columns, roofline table without rows, diagnostics table) of a model."""
+    header = model.header
+    cols = columns(is_gpu_database(header))
     table = {
         "cols": [{"id": cid, "label": label, "type": kind} for cid, kind, label, _ in cols],
-        "p": properties(database),
-        "rows": [
-            {"c": [{"v": _cell(rec, key, kind)} for _, kind, _, key in cols]}
-            for rec in database.roofline_model_record
-        ],
+        "p": properties(header),
+        "rows": [],
     }
-    diag = database.diagnostics
+    diag = header.diagnostics
     diagnostics = {
         "cols": [
             {"id": "severity", "label": "Severity", "type": "string"},
@@ -263,7 +296,39 @@ def to_datatable(database: rm.RooflineModelDatabase) -> list[dict]:
             for message in messages
         ],
     }
+    return cols, table, diagnostics
+
+
+def to_datatable(database: RooflineModel | rm.RooflineModelDatabase) -> list[dict]:
+    """The body of XProf's ``roofline_model`` tool for this database."""
+    model = as_model(database)
+    cols, table, diagnostics = _tables(model)
+    values = [_column_values(model.records, key, kind) for _, kind, _, key in cols]
+    table["rows"] = [{"c": [{"v": v} for v in row]} for row in zip(*values)]
     return [table, diagnostics]
+
+
+def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
+    """``json.dumps(to_datatable(database))``, written column by column."""
+    model = as_model(database)
+    cols, table, diagnostics = _tables(model)
+    texts = _columns_text(model.records, cols, "json")
+    template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
+    rows = list_text([template % row for row in zip(*texts)], None, 2)
+    text = dumps_with([table, diagnostics], {(0, "rows"): rows}, None)
+    return text if text is not None else json.dumps(to_datatable(model))
+
+
+def csv_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
+    """``to_csv(to_datatable(database))``, written column by column."""
+    model = as_model(database)
+    cols, _, _ = _tables(model)
+    texts = _columns_text(model.records, cols, "csv")
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow([label for _, _, label, _ in cols])
+    writer.writerows(zip(*texts))
+    return out.getvalue()
 
 
 def to_csv(datatable: list[dict]) -> str:

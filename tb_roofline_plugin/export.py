@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from . import __version__
-from .datatable import to_csv, to_datatable
+from .datatable import csv_text, datatable_text
+from .json_text import (
+    bool_texts,
+    dumps_with,
+    float_columns_text,
+    int_texts,
+    list_text,
+    objects_text,
+    string_texts,
+)
 from .op_stats import OpStats
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from .protos import roofline_model_pb2 as rm
-from .roofline import build_database, ridge_point, safe_divide, step_database
+from .roofline import (
+    RecordSet,
+    RooflineModel,
+    as_model,
+    ridge_point,
+    roofline_model,
+    safe_divide,
+    step_roofline_model,
+)
 from .selection import TOTAL, Selection, select
 
 FORMATS = ("datatable", "json", "csv")
@@ -83,46 +101,79 @@ def dtype_ceiling(dtype: str) -> str:
 
 
 def op_details(
-    database: rm.RooflineModelDatabase, stats: OpStats, selection: Selection
+    database: RooflineModel | rm.RooflineModelDatabase, stats: OpStats, selection: Selection
 ) -> list[dict]:
     """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
 
     ``dtype_peak_gflops`` is the ceiling of the op's own input dtype when known (else the
     single peak); wasted time is time x (1 - roofline efficiency), never negative, and its
-    fraction is of the selection's device time.
+    fraction is of the selection's device time. Ties keep record order (a stable sort).
     """
-    db = selection.db
-    dtypes = {(int(p), n): d for p, n, d in zip(db.program_id, db.name, db.dtype)}
-    ceilings = stats.perf_env.dtype_tflops
-    total_us = db.total_time_ps / 1e6
-    details = []
-    for rec in database.roofline_model_record:
-        wanted = rec.record_type == selection.record_type and rec.step_num == selection.step_num
-        if not wanted or rec.rank == 0 or not rec.include_infeed_outfeed:
+    columns = _op_detail_columns(as_model(database), stats, selection)
+    lists = [v.tolist() if isinstance(v, np.ndarray) else v for v in columns.values()]
+    return [dict(zip(columns, row)) for row in zip(*lists)]
+
+
+def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection, indent) -> str:
+    """``json.dumps`` of ``op_details`` as the value of a top-level key."""
+    columns = _op_detail_columns(model, stats, selection)
+    floats = [k for k, v in columns.items() if isinstance(v, np.ndarray) and v.dtype == float]
+    texts = dict(zip(floats, float_columns_text([columns[k] for k in floats])))
+    for key, values in columns.items():
+        if key in texts:
             continue
-        dtype = dtypes.get((rec.hlo_module_id, rec.hlo_name), "")
-        ceiling = ceilings.get(dtype_ceiling(dtype), 0.0) * 1000.0 or database.peak_flop_rate
-        compute = float(safe_divide(rec.measured_flop_rate, ceiling))
-        efficiency = max(rec.memory_bw_relative_to_hw_limit, compute)
-        wasted = rec.total_time_in_us * max(1.0 - min(rec.roofline_efficiency, 1.0), 0.0)
-        details.append(
-            {
-                "hlo_module_id": str(rec.hlo_module_id),
-                "hlo_name": rec.hlo_name,
-                "rank": rec.rank,
-                "dtype": dtype,
-                "dtype_peak_gflops": ceiling,
-                "dtype_compute_efficiency": compute,
-                "dtype_roofline_efficiency": efficiency,
-                "wasted_time_us": wasted,
-                "wasted_time_fraction": float(safe_divide(wasted, total_us)),
-                "above_roof": rec.roofline_efficiency > 1.05,
-            }
-        )
-    order = sorted(range(len(details)), key=lambda i: -details[i]["wasted_time_us"])
-    for rank, i in enumerate(order, start=1):
-        details[i]["wasted_time_rank"] = rank
-    return details
+        if isinstance(values, list) or values.dtype == object:
+            texts[key] = string_texts(values)
+        elif values.dtype == bool:
+            texts[key] = bool_texts(values)
+        else:
+            texts[key] = int_texts(values)
+    items = objects_text(list(columns), [texts[k] for k in columns], indent, 2)
+    return list_text(items, indent, 1)
+
+
+def _op_detail_columns(
+    model: RooflineModel, stats: OpStats, selection: Selection
+) -> dict[str, np.ndarray | list]:
+    """The columns of ``op_details``, in its key order."""
+    records = model.records
+    wanted = (
+        (records["record_type"] == selection.record_type)
+        & (records["step_num"] == selection.step_num)
+        & (records["rank"] != 0)
+        & records["include_infeed_outfeed"]
+    )
+    ops = records.take(np.flatnonzero(wanted))
+    db = selection.db
+    by_op = dict(zip(zip(db.program_id.tolist(), db.name.tolist()), db.dtype.tolist()))
+    dtypes = [
+        by_op.get(op, "") for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())
+    ]
+    ceilings = stats.perf_env.dtype_tflops
+    peak = model.header.peak_flop_rate
+    ceiling_of = {d: ceilings.get(dtype_ceiling(d), 0.0) * 1000.0 or peak for d in set(dtypes)}
+    ceiling = np.array([ceiling_of[d] for d in dtypes], np.float64)
+    compute = safe_divide(ops["measured_flop_rate"], ceiling)
+    memory = ops["memory_bw_relative_to_hw_limit"]
+    efficiency = ops["roofline_efficiency"]
+    # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
+    capped = np.where(1.0 < efficiency, 1.0, efficiency)
+    wasted = ops["total_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
+    wasted_rank = np.empty(len(ops), np.int64)
+    wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)
+    return {
+        "hlo_module_id": list(map(str, ops["hlo_module_id"].tolist())),
+        "hlo_name": ops["hlo_name"],
+        "rank": ops["rank"],
+        "dtype": dtypes,
+        "dtype_peak_gflops": ceiling,
+        "dtype_compute_efficiency": compute,
+        "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
+        "wasted_time_us": wasted,
+        "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
+        "above_roof": efficiency > 1.05,
+        "wasted_time_rank": wasted_rank,
+    }
 
 
 def _unattributed(stats: OpStats) -> list[dict]:
@@ -181,18 +232,158 @@ def _is_repeated(field) -> bool:
     return repeated if repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED
 
 
-def to_json(
-    database: rm.RooflineModelDatabase,
+# The record fields by field number (their order in the JSON mapping), source_info included.
+_RECORD_FIELDS = sorted(rm.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number)
+_DATABASE_NUMBERS = {f.name: f.number for f in rm.RooflineModelDatabase.DESCRIPTOR.fields}
+_RECORDS_KEY = "roofline_model_record"
+
+
+def _record_patterns(records: RecordSet) -> list[tuple[np.ndarray, list]]:
+    """Records grouped by the optional fields they set (step_num, source_info): the
+    records' indices and the fields they set, in JSON order."""
+    per_step = records.is_per_step()
+    has_source = records["has_source_info"]
+    patterns = []
+    for step_set in (False, True):
+        for source_set in (False, True):
+            index = np.flatnonzero((per_step == step_set) & (has_source == source_set))
+            if len(index):
+                fields = [
+                    f
+                    for f in _RECORD_FIELDS
+                    if (f.name != "step_num" or step_set)
+                    and (f.name != "source_info" or source_set)
+                ]
+                patterns.append((index, fields))
+    return patterns
+
+
+def _source_dicts(records: RecordSet) -> list[dict]:
+    """SourceInfo as protobuf JSON (proto3: empty and zero fields left out)."""
+    return [
+        {k: v for k, v in (("file_name", f), ("line_number", n), ("stack_frame", s)) if v}
+        for f, n, s in zip(
+            records["source_file"].tolist(),
+            records["source_line"].tolist(),
+            records["source_stack"].tolist(),
+        )
+    ]
+
+
+def _field_values(records: RecordSet, field) -> list:
+    """A record field's column as ``message_to_dict`` gives it (int64 as str, enums named)."""
+    if field.name == "source_info":
+        return _source_dicts(records)
+    values = records[field.name].tolist()
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        names = {v.number: v.name for v in field.enum_type.values}
+        return [names.get(v, v) for v in values]
+    if field.type in _INT64_TYPES:
+        return list(map(str, values))
+    return values
+
+
+def _field_texts(records: RecordSet, field, indent: int | None, level: int) -> list[str]:
+    """A record field's column as JSON text (a record's fields are at ``level``)."""
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return bool_texts(records[field.name])
+    if field.type in _INT64_TYPES:
+        return ['"' + v + '"' for v in map(str, records[field.name].tolist())]
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return string_texts(records[field.name])
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return string_texts(_field_values(records, field))
+    if field.name == "source_info":
+        return _source_texts(records, indent, level)
+    return int_texts(records[field.name])  # uint32 step_num
+
+
+def _source_texts(records: RecordSet, indent: int | None, level: int) -> list[str]:
+    """``json.dumps`` of ``_source_dicts`` at ``level``: one template per set of present
+    fields."""
+    files, lines, stacks = records["source_file"], records["source_line"], records["source_stack"]
+    present = 4 * (files != "") + 2 * (lines != 0) + (stacks != "")
+    texts = {
+        "file_name": lambda index: string_texts(files[index]),
+        "line_number": lambda index: int_texts(lines[index]),
+        "stack_frame": lambda index: string_texts(stacks[index]),
+    }
+    out = np.full(len(files), "{}", object)
+    for code in np.unique(present).tolist():
+        keys = [k for bit, k in zip((4, 2, 1), texts) if code & bit]
+        if keys:
+            index = np.flatnonzero(present == code)
+            out[index] = objects_text(keys, [texts[k](index) for k in keys], indent, level)
+    return out.tolist()
+
+
+def _per_record(records: RecordSet, make) -> list:
+    """``make(sub_records, fields)`` for each group of records setting the same fields,
+    put back into record order."""
+    patterns = _record_patterns(records)
+    if len(patterns) == 1:
+        return make(records, patterns[0][1])
+    out = [None] * len(records)
+    for index, fields in patterns:
+        for i, item in zip(index.tolist(), make(records.take(index), fields)):
+            out[i] = item
+    return out
+
+
+def record_dicts(records: RecordSet) -> list[dict]:
+    """The records as ``message_to_dict`` of their messages, from the columns."""
+
+    def make(sub: RecordSet, fields: list) -> list[dict]:
+        names = [f.name for f in fields]
+        columns = [_field_values(sub, f) for f in fields]
+        return [dict(zip(names, row)) for row in zip(*columns)]
+
+    return _per_record(records, make)
+
+
+def records_text(records: RecordSet, indent: int | None, level: int) -> str:
+    """``json.dumps`` of ``record_dicts(records)`` as a value nested at ``level``."""
+
+    def make(sub: RecordSet, fields: list) -> list[str]:
+        doubles = [f for f in fields if f.type == FieldDescriptor.TYPE_DOUBLE]
+        texts = dict(zip(doubles, float_columns_text([sub[f.name] for f in doubles])))
+        columns = [
+            texts[f] if f in texts else _field_texts(sub, f, indent, level + 2) for f in fields
+        ]
+        return objects_text([f.name for f in fields], columns, indent, level + 1)
+
+    return list_text(_per_record(records, make), indent, level)
+
+
+def _with_records(header: dict, records) -> dict:
+    """A database dict with ``records`` in the place of its field number."""
+    out = {}
+    for key, value in header.items():
+        if _DATABASE_NUMBERS[key] > _DATABASE_NUMBERS[_RECORDS_KEY]:
+            out.setdefault(_RECORDS_KEY, records)
+        out[key] = value
+    out.setdefault(_RECORDS_KEY, records)
+    return out
+
+
+def database_dict(database: RooflineModel | rm.RooflineModelDatabase) -> dict:
+    """``message_to_dict`` of the database, its records made from the columns."""
+    if isinstance(database, rm.RooflineModelDatabase):
+        return message_to_dict(database)
+    header = message_to_dict(database.header)
+    if not len(database.records):
+        return header
+    return _with_records(header, record_dicts(database.records))
+
+
+def _body(
+    model: RooflineModel,
     stats: OpStats,
     sources: list[str],
-    selection: Selection | None = None,
+    selection: Selection,
+    database: dict,
+    ops: list[dict] | None = None,
 ) -> dict:
-    """Our complete form: the database as protobuf JSON plus what the UI needs besides.
-
-    For the whole profile the database is XProf's (Program rows per step); for a step or
-    the average step it holds that step's Program and op records.
-    """
-    selection = selection or select(stats, TOTAL)
     return {
         "step": selection.label,
         "format": "tb-roofline/1",
@@ -208,27 +399,75 @@ def to_json(
             }
             for s in stats.steps
         ],
-        "ops": op_details(database, stats, selection),
+        "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": stats.notes,
-        "database": message_to_dict(database),
+        "database": database,
     }
 
 
-def selection_database(stats: OpStats, selection: Selection) -> rm.RooflineModelDatabase:
+def to_json(
+    database: RooflineModel | rm.RooflineModelDatabase,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+) -> dict:
+    """Our complete form: the database as protobuf JSON plus what the UI needs besides.
+
+    For the whole profile the database is XProf's (Program rows per step); for a step or
+    the average step it holds that step's Program and op records.
+    """
+    selection = selection or select(stats, TOTAL)
+    return _body(as_model(database), stats, sources, selection, database_dict(database))
+
+
+def json_text(
+    model: RooflineModel,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+    indent: int | None = None,
+) -> str:
+    """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
+    selection = selection or select(stats, TOTAL)
+    header = message_to_dict(model.header)
+    if len(model.records):
+        header = _with_records(header, [])
+    body = _body(model, stats, sources, selection, header, ops=[])
+    if not len(model.records):
+        body["ops"] = op_details(model, stats, selection)
+        return json.dumps(body, indent=indent)
+    parts = {
+        ("database", _RECORDS_KEY): records_text(model.records, indent, 2),
+        ("ops",): _op_details_text(model, stats, selection, indent),
+    }
+    text = dumps_with(body, parts, indent)
+    if text is None:  # a placeholder clashed with the profile's text: the slow way
+        body["database"] = database_dict(model)
+        body["ops"] = op_details(model, stats, selection)
+        text = json.dumps(body, indent=indent)
+    return text
+
+
+def selection_model(stats: OpStats, selection: Selection) -> RooflineModel:
+    """The database of a selection: the whole profile's, or a step's (or the average's)."""
     if selection.label == TOTAL:
-        return build_database(stats)
-    return step_database(stats, selection.db, selection.record_type, selection.step_num)
+        return roofline_model(stats)
+    return step_roofline_model(stats, selection.db, selection.record_type, selection.step_num)
+
+
+def selection_database(stats: OpStats, selection: Selection) -> rm.RooflineModelDatabase:
+    return selection_model(stats, selection).database()
 
 
 def render(stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL) -> str:
     """The text of ``stats`` in one of FORMATS; ``step`` selects json records."""
     selection = select(stats, step)
-    database = selection_database(stats, selection)
+    model = selection_model(stats, selection)
     if fmt == "datatable":
-        return json.dumps(to_datatable(database))
+        return datatable_text(model)
     if fmt == "json":
-        return json.dumps(to_json(database, stats, sources, selection), indent=1)
+        return json_text(model, stats, sources, selection, indent=1)
     if fmt == "csv":
-        return to_csv(to_datatable(database))
+        return csv_text(model)
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -25,6 +25,7 @@ from .op_metrics import (
 from .op_stats import Diagnostics, OpStats, StepInfo, shared_table, sum_steps
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 from .protos import roofline_model_pb2 as rm
+from .protos.source_info_pb2 import SourceInfo
 
 GIBI_PER_GIGA = 1.073741824
 MAX_OP_RECORDS = 1000
@@ -237,10 +238,9 @@ def _bound_by(
 
 def _category_mask(categories: np.ndarray, test) -> np.ndarray:
     """``test(category)`` for every row, evaluated once per distinct category."""
-    if len(categories) == 0:
-        return np.zeros(0, bool)
-    unique, inverse = np.unique(categories.astype(str), return_inverse=True)
-    return np.array([test(c) for c in unique.tolist()], bool)[inverse]
+    values = categories.tolist()
+    verdict = {category: bool(test(category)) for category in set(values)}
+    return np.fromiter(map(verdict.__getitem__, values), bool, len(values))
 
 
 @dataclass
@@ -355,45 +355,242 @@ def sorted_op_rows(db: OpMetricsDb, limit: int = MAX_OP_RECORDS) -> np.ndarray:
     return order[:limit]
 
 
-def _uint64(value: float) -> int:
-    """A cost as the schema's uint64 field (0 for NaN, saturated at the ends)."""
-    if not np.isfinite(value) or value <= 0:
-        return 0
-    return 2**64 - 1 if value >= 2.0**64 else int(value)
+UINT64_MAX = 2**64 - 1
 
 
-def _records(
+def uint64_costs(values: np.ndarray) -> np.ndarray:
+    """Costs as the schema's uint64 fields: 0 for NaN, infinities and <= 0, else truncated,
+    saturated at 2**64 - 1."""
+    values = np.asarray(values, np.float64)
+    usable = np.isfinite(values) & (values > 0)
+    saturated = usable & (values >= 2.0**64)
+    out = np.where(usable & ~saturated, values, 0.0).astype(np.uint64)
+    out[saturated] = UINT64_MAX
+    return out
+
+
+# SourceInfo's fields as record columns; ``has_source_info`` says the record carries one.
+SOURCE_COLUMNS = ("source_file", "source_line", "source_stack")
+
+
+class RecordSet:
+    """Roofline records as columns: one entry per record, in database order.
+
+    A protobuf message per record costs more than the roofline math itself (a Program
+    record per step: tens of thousands), so the renderers read these columns and the
+    schema's messages are built only when asked for (``to_messages``). Keys are the
+    RooflineModelRecord field names (``step_num`` is in the schema of PER_STEP records
+    only, as XProf sets it), plus ``has_source_info`` and the SourceInfo fields
+    ``source_file``, ``source_line``, ``source_stack``.
+    """
+
+    def __init__(self, columns: dict[str, np.ndarray]):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns["record_type"])
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.columns[key]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordSet) or self.columns.keys() != other.columns.keys():
+            return False
+        return all(np.array_equal(v, other.columns[k]) for k, v in self.columns.items())
+
+    @classmethod
+    def concat(cls, parts: list[RecordSet]) -> RecordSet:
+        parts = [p for p in parts if len(p)] or parts[:1]
+        if not parts:
+            return cls.empty()
+        return cls({k: np.concatenate([p[k] for p in parts]) for k in parts[0].columns})
+
+    @classmethod
+    def empty(cls) -> RecordSet:
+        db = empty_db()
+        metrics = {k: np.zeros(0) for k in _METRIC_FIELDS}
+        metrics["bound_by"] = np.zeros(0, object)
+        return _record_set(db, metrics, rm.INVALID_RECORD_TYPE, False, 0, np.zeros(0, np.int64))
+
+    def take(self, index: np.ndarray) -> RecordSet:
+        return RecordSet({k: v[index] for k, v in self.columns.items()})
+
+    def is_per_step(self) -> np.ndarray:
+        """Where ``step_num`` is set in the schema."""
+        return self.columns["record_type"] == rm.PER_STEP
+
+    def approx_bytes(self) -> int:
+        """About the memory the records hold (numbers and the characters of strings)."""
+        total = 0
+        for values in self.columns.values():
+            if values.dtype == object:
+                total += 8 * len(values) + sum(map(len, values.tolist()))
+            else:
+                total += values.nbytes
+        return total
+
+    def to_messages(self) -> list[rm.RooflineModelRecord]:
+        """The schema's records, one message per record (the costly form, for the API)."""
+        names = [k for k in _MESSAGE_FIELDS if k != "step_num"]
+        lists = [self.columns[k].tolist() for k in names]
+        per_step = self.is_per_step().tolist()
+        steps = self.columns["step_num"].tolist()
+        has_source = self.columns["has_source_info"].tolist()
+        sources = [self.columns[k].tolist() for k in SOURCE_COLUMNS]
+        messages = []
+        for i, values in enumerate(zip(*lists)):
+            fields = dict(zip(names, values))
+            if per_step[i]:
+                fields["step_num"] = steps[i]
+            if has_source[i]:
+                file_name, line, stack = (s[i] for s in sources)
+                fields["source_info"] = SourceInfo(
+                    file_name=file_name, line_number=line, stack_frame=stack
+                )
+            messages.append(rm.RooflineModelRecord(**fields))
+        return messages
+
+    @classmethod
+    def from_messages(cls, records) -> RecordSet:
+        """Columns of protobuf records (for callers that hold a database message)."""
+        records = list(records)
+        columns = {}
+        for name in _MESSAGE_FIELDS:
+            dtype = _COLUMN_TYPES.get(name, np.float64)
+            values = [getattr(r, name) for r in records]
+            columns[name] = np.array(values, dtype) if values else np.zeros(0, dtype)
+        has_source = np.array([r.HasField("source_info") for r in records], bool)
+        columns["has_source_info"] = has_source
+        sources = [r.source_info for r in records]
+        columns["source_file"] = _objects(
+            [s.file_name if h else "" for s, h in zip(sources, has_source)]
+        )
+        lines = [s.line_number if h else -1 for s, h in zip(sources, has_source)]
+        columns["source_line"] = np.array(lines, np.int64)
+        columns["source_stack"] = _objects(
+            [s.stack_frame if h else "" for s, h in zip(sources, has_source)]
+        )
+        columns["step_num"] = np.where(
+            columns["record_type"] == rm.PER_STEP, columns["step_num"], 0
+        )
+        return cls(columns)
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), object)
+    out[:] = values
+    return out
+
+
+_METRIC_FIELDS = (
+    "total_time_in_us",
+    "avg_time_in_us",
+    "total_self_time_in_us",
+    "avg_self_time_in_us",
+    "total_time_in_percentage",
+    "dma_stall_fraction",
+    "measured_flop_rate",
+    "model_flop_rate",
+    "measured_memory_bw",
+    "operational_intensity",
+    "hbm_bw",
+    "cmem_read_bw",
+    "cmem_write_bw",
+    "vmem_read_bw",
+    "vmem_write_bw",
+    "hbm_operational_intensity",
+    "cmem_read_operational_intensity",
+    "cmem_write_operational_intensity",
+    "vmem_read_operational_intensity",
+    "vmem_write_operational_intensity",
+    "total_time_per_core_in_us",
+    "bottleneck_operational_intensity",
+    "flop_rate_relative_to_hw_limit",
+    "memory_bw_relative_to_hw_limit",
+    "roofline_efficiency",
+    "optimal_flop_rate",
+    "total_self_time_as_fraction",
+    "cumulative_total_self_time_as_fraction",
+)
+# Record fields that are not float64 columns.
+_COLUMN_TYPES = {
+    "record_type": np.int32,
+    "step_num": np.int64,
+    "rank": np.int64,
+    "hlo_module_id": np.uint64,
+    "hlo_category": object,
+    "hlo_name": object,
+    "occurrences": np.int64,
+    "bound_by": object,
+    "include_infeed_outfeed": bool,
+    "apply_time_scale_multiplier": bool,
+    "flops": np.uint64,
+    "bytes_accessed": np.uint64,
+}
+# Every scalar field of RooflineModelRecord, by field number (the order of its JSON).
+_MESSAGE_FIELDS = tuple(
+    f.name
+    for f in sorted(rm.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number)
+    if f.name != "source_info"
+)
+
+
+def _record_set(
     db: OpMetricsDb,
     metrics: dict[str, np.ndarray],
-    record_types: list[int],
+    record_type: int | np.ndarray,
     include: bool,
-    step_nums: list[int] | None = None,
-) -> list[rm.RooflineModelRecord]:
-    records = []
-    lists = {k: v.tolist() for k, v in metrics.items()}
-    for i in range(len(db)):
-        rec = rm.RooflineModelRecord(
-            record_type=record_types[i],
-            hlo_name=db.name[i],
-            hlo_category=db.category[i],
-            hlo_module_id=int(db.program_id[i]),
-            occurrences=int(db.occurrences[i]),
-            include_infeed_outfeed=include,
-            apply_time_scale_multiplier=False,
-            flops=_uint64(db.flops[i]),
-            flops_v2=float(db.flops[i]),
-            bytes_accessed=_uint64(db.bytes_accessed[i]),
-        )
-        if record_types[i] == rm.PER_STEP and step_nums is not None:
-            rec.step_num = step_nums[i]
-        for key, values in lists.items():
-            setattr(rec, key, values[i])
-        if db.source_file[i] or db.source_line[i] >= 0:
-            rec.source_info.file_name = db.source_file[i]
-            rec.source_info.line_number = int(db.source_line[i])
-            rec.source_info.stack_frame = db.source_stack[i]
-        records.append(rec)
-    return records
+    step_num: int | np.ndarray,
+    rank: np.ndarray,
+) -> RecordSet:
+    """The records of ``db``'s rows (one each) with their metrics, as columns."""
+    n = len(db)
+    record_types = np.broadcast_to(np.asarray(record_type, np.int32), (n,)).copy()
+    steps = np.broadcast_to(np.asarray(step_num, np.int64), (n,))
+    columns = {
+        "record_type": record_types,
+        "step_num": np.where(record_types == rm.PER_STEP, steps, 0),
+        "rank": np.asarray(rank, np.int64),
+        "hlo_module_id": db.program_id.astype(np.uint64),
+        "hlo_category": db.category,
+        "hlo_name": db.name,
+        "occurrences": db.occurrences.astype(np.int64),
+        "include_infeed_outfeed": np.full(n, include),
+        "apply_time_scale_multiplier": np.zeros(n, bool),
+        "flops": uint64_costs(db.flops),
+        "flops_v2": db.flops.astype(np.float64),
+        "bytes_accessed": uint64_costs(db.bytes_accessed),
+        **{k: np.asarray(v, np.float64) for k, v in metrics.items() if k != "bound_by"},
+        "bound_by": metrics["bound_by"],
+        "has_source_info": (db.source_file != "") | (db.source_line >= 0),
+        "source_file": db.source_file,
+        "source_line": db.source_line.astype(np.int64),
+        "source_stack": db.source_stack,
+    }
+    return RecordSet(columns)
+
+
+def _program_record_columns(
+    prog: OpMetricsDb,
+    peaks: DatabasePeaks,
+    core_count: int,
+    include: bool,
+    record_types: list[int],
+    step_nums: list[int],
+    steps_divisors: list[int],
+) -> RecordSet:
+    """The Program records of ``prog`` (one row per db); AVERAGE_STEP divides its times."""
+    metrics = record_metrics(prog, prog.time_ps, peaks, core_count)
+    divisor = np.asarray(steps_divisors, np.float64)
+    for key in ("total_time_in_us", "total_self_time_in_us"):
+        metrics[key] = metrics[key] / divisor
+    metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
+    metrics["total_self_time_as_fraction"] = np.zeros(len(prog))
+    metrics["cumulative_total_self_time_as_fraction"] = np.zeros(len(prog))
+    rank = np.zeros(len(prog), np.int64)
+    return _record_set(
+        prog, metrics, np.asarray(record_types), include, np.asarray(step_nums), rank
+    )
 
 
 def program_records(
@@ -404,20 +601,12 @@ def program_records(
     record_types: list[int],
     step_nums: list[int],
     steps_divisors: list[int],
-) -> list[rm.RooflineModelRecord]:
+) -> RecordSet:
     """The Program record of each db; AVERAGE_STEP divides its times by its ``steps_divisor``."""
     prog = program_db(dbs, include)
-    metrics = record_metrics(prog, prog.time_ps, peaks, core_count)
-    divisor = np.asarray(steps_divisors, np.float64)
-    for key in ("total_time_in_us", "total_self_time_in_us"):
-        metrics[key] = metrics[key] / divisor
-    metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
-    records = _records(prog, metrics, record_types, include, step_nums)
-    for rec in records:
-        rec.rank = 0
-        rec.total_self_time_as_fraction = 0.0
-        rec.cumulative_total_self_time_as_fraction = 0.0
-    return records
+    return _program_record_columns(
+        prog, peaks, core_count, include, record_types, step_nums, steps_divisors
+    )
 
 
 def op_records(
@@ -427,9 +616,9 @@ def op_records(
     include: bool,
     record_type: int = rm.ALL,
     step_num: int = 0,
-) -> list[rm.RooflineModelRecord]:
+) -> RecordSet:
     """The top ops by self time (IDLE and, without infeed/outfeed, I/O ops left out)."""
-    io = np.array([is_infeed_or_outfeed(c) for c in db.category.tolist()], bool)
+    io = _category_mask(db.category, is_infeed_or_outfeed)
     io_time = 0 if include else int(db.time_ps[io].sum())
     total_ps = int(db.total_time_ps) - io_time
     rows = sorted_op_rows(db)
@@ -441,10 +630,8 @@ def op_records(
     fraction = safe_divide(metrics["total_self_time_in_us"], total_ps / 1e6)
     metrics["total_self_time_as_fraction"] = fraction
     metrics["cumulative_total_self_time_as_fraction"] = np.cumsum(fraction)
-    records = _records(sub, metrics, [record_type] * len(sub), include, [step_num] * len(sub))
-    for rank, rec in enumerate(records, start=1):
-        rec.rank = rank
-    return records
+    rank = np.arange(1, len(sub) + 1, dtype=np.int64)
+    return _record_set(sub, metrics, record_type, include, step_num, rank)
 
 
 # --- the database ---------------------------------------------------------------------------
@@ -497,12 +684,41 @@ def _database_header(stats: OpStats) -> tuple[rm.RooflineModelDatabase, Database
     return database, peaks
 
 
-def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
+@dataclass
+class RooflineModel:
+    """A roofline database as its header message (every field but the records) and its
+    records as columns; ``database()`` is the schema's message, built when asked for."""
+
+    header: rm.RooflineModelDatabase
+    records: RecordSet
+
+    def database(self) -> rm.RooflineModelDatabase:
+        database = rm.RooflineModelDatabase()
+        database.CopyFrom(self.header)
+        database.roofline_model_record.extend(self.records.to_messages())
+        return database
+
+    @classmethod
+    def from_database(cls, database: rm.RooflineModelDatabase) -> RooflineModel:
+        header = rm.RooflineModelDatabase()
+        header.CopyFrom(database)
+        header.ClearField("roofline_model_record")
+        return cls(header, RecordSet.from_messages(database.roofline_model_record))
+
+
+def as_model(database: RooflineModel | rm.RooflineModelDatabase) -> RooflineModel:
+    """A RooflineModel of either form (renderers take both)."""
+    if isinstance(database, RooflineModel):
+        return database
+    return RooflineModel.from_database(database)
+
+
+def roofline_model(stats: OpStats) -> RooflineModel:
     """The full database: both include_infeed_outfeed sets, ALL, AVERAGE_STEP, PER_STEP."""
     database, peaks = _database_header(stats)
     if peaks is None:
         _add_diagnostics(database, stats.diagnostics)
-        return database
+        return RooflineModel(database, RecordSet.empty())
     cores = stats.run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
@@ -518,36 +734,50 @@ def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
         kinds += [rm.PER_STEP] * len(used_steps)
         nums += [s.step_num for s in used_steps]
         divisors += [1] * len(used_steps)
+    segments = concat_segments(parts) if parts else None
+    records = []
     for include in (True, False):
-        records = database.roofline_model_record
-        records.extend(program_records([stats.all_db], peaks, cores, include, [rm.ALL], [0], [1]))
-        records.extend(op_records(stats.all_db, peaks, cores, include))
-        if parts:
-            segments = concat_segments(parts)
-            records.extend(program_records(segments, peaks, cores, include, kinds, nums, divisors))
+        records.append(program_records([stats.all_db], peaks, cores, include, [rm.ALL], [0], [1]))
+        records.append(op_records(stats.all_db, peaks, cores, include))
+        if segments is not None:
+            records.append(program_records(segments, peaks, cores, include, kinds, nums, divisors))
     diagnostics = step_diagnostics(stats)
     diagnostics.extend(stats.diagnostics)
     _add_diagnostics(database, diagnostics)
-    return database
+    return RooflineModel(database, RecordSet.concat(records))
 
 
-def step_database(stats: OpStats, db: OpMetricsDb, record_type: int, step_num: int = 0):
+def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
+    """``roofline_model`` as the schema's message."""
+    return roofline_model(stats).database()
+
+
+def step_roofline_model(
+    stats: OpStats, db: OpMetricsDb, record_type: int, step_num: int = 0
+) -> RooflineModel:
     """A database of one step (or the average step): its Program and its op records.
 
     This is ours: XProf has only a Program row per step. Both include_infeed_outfeed sets.
     """
     database, peaks = _database_header(stats)
     if peaks is None:
-        return database
+        return RooflineModel(database, RecordSet.empty())
     cores = stats.run_env.device_core_count
+    records = []
     for include in (True, False):
-        records = database.roofline_model_record
-        records.extend(program_records([db], peaks, cores, include, [record_type], [step_num], [1]))
-        records.extend(op_records(db, peaks, cores, include, record_type, step_num))
+        records.append(program_records([db], peaks, cores, include, [record_type], [step_num], [1]))
+        records.append(op_records(db, peaks, cores, include, record_type, step_num))
     diagnostics = step_diagnostics(stats)
     diagnostics.extend(stats.diagnostics)
     _add_diagnostics(database, diagnostics)
-    return database
+    return RooflineModel(database, RecordSet.concat(records))
+
+
+def step_database(
+    stats: OpStats, db: OpMetricsDb, record_type: int, step_num: int = 0
+) -> rm.RooflineModelDatabase:
+    """``step_roofline_model`` as the schema's message."""
+    return step_roofline_model(stats, db, record_type, step_num).database()
 
 
 def _average_db(stats: OpStats, used_steps) -> OpMetricsDb | None:

@@ -7,7 +7,6 @@ mtime) in a bounded single-flight LRU; nothing is written anywhere.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,13 +18,13 @@ from . import discovery, stats_store
 from .cache import DoNotCache, SingleFlightCache, Transient
 from .compare import Side, compare
 from .convert import convert_file
-from .datatable import csv_file_name, to_csv, to_datatable
+from .datatable import csv_file_name, csv_text, datatable_text
 from .errors import NotFound, ProfileError, RooflineError, UnreadableProfile
-from .export import selection_database, to_json
+from .export import json_text, selection_model
 from .op_stats import OpStats, combine_hosts, step_storage
 from .perf_env import PerfEnv
 from .protos import roofline_model_pb2 as rm
-from .roofline import build_database
+from .roofline import RooflineModel, roofline_model
 from .selection import TOTAL, BadStep, parse_step, select
 
 ALL_HOSTS = "ALL_HOSTS"
@@ -70,25 +69,27 @@ class Result:
     """One converted selection (a host or all hosts of a run), as kept in the cache."""
 
     stats: OpStats
-    database: rm.RooflineModelDatabase
+    model: RooflineModel
     sources: list[str]
     _rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def database(self) -> rm.RooflineModelDatabase:
+        """The whole profile's database message (built on every call: the API's form)."""
+        return self.model.database()
 
     def rendered(self, fmt: str, step: str | int = TOTAL) -> str:
         """The response text of a format (and, for json, a step), rendered once."""
         key = f"{fmt}:{step}"
         if key not in self._rendered:
             if fmt == "datatable":
-                self._rendered[key] = json.dumps(to_datatable(self.database))
+                self._rendered[key] = datatable_text(self.model)
             elif fmt == "csv":
-                self._rendered[key] = to_csv(to_datatable(self.database))
+                self._rendered[key] = csv_text(self.model)
             else:
                 selection = select(self.stats, step)
-                database = (
-                    self.database if step == TOTAL else selection_database(self.stats, selection)
-                )
-                body = to_json(database, self.stats, self.sources, selection)
-                self._rendered[key] = json.dumps(body)
+                model = self.model if step == TOTAL else selection_model(self.stats, selection)
+                self._rendered[key] = json_text(model, self.stats, self.sources, selection)
         return self._rendered[key]
 
     def size_bytes(self) -> int:
@@ -96,7 +97,7 @@ class Result:
         numeric = sum(
             v.nbytes for db in arrays for v in db.__dict__.values() if isinstance(v, np.ndarray)
         )
-        return 4 * self.database.ByteSize() + 2 * numeric + 64 * 1024
+        return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
 
 
 def check_value(name: str, value: str | None, required: bool = True) -> str | None:
@@ -219,7 +220,7 @@ class RooflineService:
                             BadProfile(f"{exc} (the file changed while it was read)")
                         ) from None
                     raise BadProfile(str(exc)) from None
-            result = Result(stats, build_database(stats), [host.path])
+            result = Result(stats, roofline_model(stats), [host.path])
             if self._changed(fs, host.path, size, mtime):
                 return Transient(result)  # what was read, but not under this (size, mtime)
             return result
@@ -260,7 +261,7 @@ class RooflineService:
                 stats = future.result()
             except Exception:  # the in-process path reports it, with its message
                 continue
-            result = Result(stats, build_database(stats), [host.path])
+            result = Result(stats, roofline_model(stats), [host.path])
             self.cache.get(key, lambda r=result: r, Result.size_bytes)
 
     def _worker_pool(self):
@@ -285,7 +286,7 @@ class RooflineService:
 
         def combine() -> Result:
             stats = combine_hosts([r.stats for r, _ in parts])
-            return Result(stats, build_database(stats), [f.path for f in files])
+            return Result(stats, roofline_model(stats), [f.path for f in files])
 
         return self.cache.get(key, combine, Result.size_bytes)
 

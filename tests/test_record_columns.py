@@ -1,0 +1,187 @@
+"""The columnar records (``RecordSet``) against the protobuf records they stand for, and the
+column-wise renderers against ``json.dumps`` / csv of the dict forms."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tiny_tpu import tiny_tpu
+
+from tb_roofline_plugin.analysis import analyze_profile
+from tb_roofline_plugin.datatable import csv_text, datatable_text, to_csv, to_datatable
+from tb_roofline_plugin.export import (
+    database_dict,
+    json_text,
+    message_to_dict,
+    op_details,
+    record_dicts,
+    selection_model,
+    to_json,
+)
+from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns
+from tb_roofline_plugin.perf_env import PerfEnv
+from tb_roofline_plugin.profile_reader import decode_profile
+from tb_roofline_plugin.protos import roofline_model_pb2 as rm
+from tb_roofline_plugin.roofline import (
+    UINT64_MAX,
+    DatabasePeaks,
+    RecordSet,
+    RooflineModel,
+    _category_mask,
+    op_records,
+    program_records,
+    roofline_model,
+    uint64_costs,
+)
+from tb_roofline_plugin.selection import select
+
+ENV = PerfEnv(peak_tera_flops_per_second=1.0, peak_bws_gbps=[1.0, 0, 0, 0, 0, 0, 0])
+PEAKS = DatabasePeaks.from_env(ENV, "TPU")
+
+
+def _ops() -> OpMetricsDb:
+    """Three ops: a source with file and line, one with only line 0, one without source."""
+    cols = empty_columns(3)
+    cols["program_id"][:] = [7, 7, 2**63 + 5]
+    cols["name"][:] = ["conv", "fusion", "infeed.1"]
+    cols["category"][:] = ["convolution", "loop fusion", "infeed"]
+    cols["occurrences"][:] = [2, 1, 3]
+    cols["time_ps"][:] = [4_000_000, 1_000_000, 3_000_000]
+    cols["self_time_ps"][:] = [4_000_000, 1_000_000, 3_000_000]
+    cols["flops"][:] = [8e6, 2.0**70, 0.0]
+    cols["bytes_accessed"][:] = [1e3, 5e5, -1.0]
+    cols["source_file"][:] = ["model.py", "", ""]
+    cols["source_line"][:] = [12, 0, -1]
+    cols["source_stack"][:] = ["train\nstep", "", ""]
+    return OpMetricsDb(**cols, total_time_ps=10_000_000)
+
+
+def test_uint64_costs_truncate_zero_the_unusable_and_saturate():
+    values = [np.nan, np.inf, -np.inf, -1.0, 0.0, 0.5, 1.9, 2.0**63, 2.0**64, 1e30]
+    assert uint64_costs(np.array(values)).tolist() == [
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        1,
+        2**63,
+        UINT64_MAX,
+        UINT64_MAX,
+    ]
+
+
+def test_op_record_columns_are_ranked_by_self_time_with_uint64_costs():
+    records = op_records(_ops(), PEAKS, 1, include=True, record_type=rm.PER_STEP, step_num=4)
+    assert records["hlo_name"].tolist() == ["conv", "infeed.1", "fusion"]
+    assert records["rank"].tolist() == [1, 2, 3]
+    assert records["step_num"].tolist() == [4, 4, 4]
+    assert records["flops"].tolist() == [8_000_000, 0, UINT64_MAX]
+    assert records["bytes_accessed"].tolist() == [1000, 0, 500_000]
+    assert records["hlo_module_id"].tolist() == [7, 2**63 + 5, 7]
+    assert records["total_self_time_as_fraction"].tolist() == pytest.approx([0.4, 0.3, 0.1])
+    assert records["cumulative_total_self_time_as_fraction"].tolist() == pytest.approx(
+        [0.4, 0.7, 0.8]
+    )
+    assert records["has_source_info"].tolist() == [True, False, True]
+    without_io = op_records(_ops(), PEAKS, 1, include=False)
+    assert without_io["hlo_name"].tolist() == ["conv", "fusion"]
+    assert without_io["rank"].tolist() == [1, 2]
+    assert without_io["step_num"].tolist() == [0, 0]  # only PER_STEP records have one
+
+
+def test_record_columns_equal_the_fields_of_their_messages():
+    records = op_records(_ops(), PEAKS, 2, include=True, record_type=rm.PER_STEP, step_num=4)
+    messages = records.to_messages()
+    for name, values in records.columns.items():
+        if name.startswith("source_") or name == "has_source_info":
+            continue
+        got = [getattr(m, name) for m in messages]
+        assert got == values.tolist(), name
+    conv, infeed, fusion = messages
+    assert conv.source_info.file_name == "model.py" and conv.source_info.line_number == 12
+    assert conv.source_info.stack_frame == "train\nstep"
+    assert not infeed.HasField("source_info")
+    # Line 0 of no file is still a known source (XProf's test is line >= 0), with no fields.
+    assert fusion.HasField("source_info") and message_to_dict(fusion)["source_info"] == {}
+    assert all(m.HasField("step_num") and m.step_num == 4 for m in messages)
+    assert RecordSet.from_messages(messages) == records
+
+
+def test_program_records_rank_zero_and_step_num_only_per_step():
+    ops = _ops()
+    records = program_records(
+        [ops, ops], PEAKS, 1, True, [rm.AVERAGE_STEP, rm.PER_STEP], [7, 9], [2, 1]
+    )
+    assert records["hlo_name"].tolist() == ["Program", "Program"]
+    assert records["rank"].tolist() == [0, 0]
+    assert records["step_num"].tolist() == [0, 9]
+    assert records["total_time_in_us"].tolist() == [5.0, 10.0]  # the average divides
+    assert records["total_self_time_as_fraction"].tolist() == [0.0, 0.0]
+    average, step = records.to_messages()
+    assert not average.HasField("step_num") and step.step_num == 9
+    assert not average.HasField("source_info")
+
+
+def test_record_dicts_are_message_to_dict_of_the_messages():
+    records = RecordSet.concat(
+        [
+            program_records([_ops()], PEAKS, 1, True, [rm.PER_STEP], [3], [1]),
+            op_records(_ops(), PEAKS, 1, True, rm.PER_STEP, 3),
+            op_records(_ops(), PEAKS, 1, False),
+        ]
+    )
+    assert len(records) == 6
+    assert record_dicts(records) == [message_to_dict(m) for m in records.to_messages()]
+
+
+def test_category_mask_tests_each_distinct_category():
+    seen = []
+
+    def test(category: str) -> bool:
+        seen.append(category)
+        return "feed" in category
+
+    categories = np.array(["infeed", "loop", "infeed", "outfeed", "loop"], object)
+    assert _category_mask(categories, test).tolist() == [True, False, True, True, False]
+    assert sorted(seen) == ["infeed", "loop", "outfeed"]
+    assert _category_mask(np.zeros(0, object), test).tolist() == []
+
+
+@pytest.fixture(scope="module")
+def tiny_stats():
+    return analyze_profile(decode_profile(tiny_tpu().SerializeToString()), "tiny")
+
+
+def test_database_message_round_trips_through_the_model(tiny_stats):
+    model = roofline_model(tiny_stats)
+    database = model.database()
+    assert len(database.roofline_model_record) == len(model.records) > 0
+    assert database_dict(model) == message_to_dict(database)
+    again = RooflineModel.from_database(database)
+    assert again.records == model.records and again.header == model.header
+
+
+def test_column_wise_texts_equal_json_dumps_of_the_dict_forms(tiny_stats):
+    model = roofline_model(tiny_stats)
+    database = model.database()
+    assert datatable_text(model) == json.dumps(to_datatable(database))
+    assert csv_text(model) == to_csv(to_datatable(database))
+    selection = select(tiny_stats, "total")
+    for indent in (None, 1):
+        expected = json.dumps(to_json(database, tiny_stats, ["a.pb"], selection), indent=indent)
+        assert json_text(model, tiny_stats, ["a.pb"], selection, indent) == expected
+
+
+def test_op_details_of_the_model_and_of_its_message_agree(tiny_stats):
+    selection = select(tiny_stats, "total")
+    model = selection_model(tiny_stats, selection)
+    details = op_details(model, tiny_stats, selection)
+    assert details == op_details(model.database(), tiny_stats, selection)
+    assert [d["rank"] for d in details] == list(range(1, len(details) + 1))
+    assert sorted(d["wasted_time_rank"] for d in details) == list(range(1, len(details) + 1))
+    wasted = [d["wasted_time_us"] for d in sorted(details, key=lambda d: d["wasted_time_rank"])]
+    assert wasted == sorted(wasted, reverse=True)
