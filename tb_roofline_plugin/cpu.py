@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .event_table import line_table, may_have_stats
+from .event_table import StringCodes, first_seen_codes, line_table, may_have_stats
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps, step_roots
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
@@ -34,13 +34,14 @@ class HostEvents:
     op_begin: np.ndarray
     op_end: np.ndarray
     op_self: np.ndarray
-    op_program: list[int]
-    op_name: list[str]
+    op: np.ndarray  # int64 per event: its op, numbered in order of first appearance
+    op_keys: list[tuple[int, str]]  # (program id, instruction name) of each op
     steps: list[tuple[int, int, int]]  # (step number, begin, end)
 
 
 def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
-    begins, ends, selfs, programs, names, roots = [], [], [], [], [], []
+    begins, ends, selfs, programs, roots = [], [], [], [], []
+    hlo_ops = StringCodes()
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
     wanted = [ids.get("_r"), ids.get("hlo_op")]
@@ -49,23 +50,35 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
             continue  # threads without XLA ops or step roots
         table = line_table(line)
         roots.extend(step_roots(table, ids))
-        hlo_op = table.strings(ids.get("hlo_op"), stat_name)
+        local, values = table.string_codes(ids.get("hlo_op"), stat_name)
+        named = np.array([bool(v) for v in values] + [False], bool)[local]
         has_program, program = table.integers(ids.get("program_id"))
-        ops = np.flatnonzero(has_program & (hlo_op != None) & (hlo_op != ""))  # noqa: E711
+        ops = np.flatnonzero(has_program & named)
         b, e = table.begin_ps[ops], table.end_ps[ops]
         begins.append(b)
         ends.append(e)
         selfs.append(self_times(b, e))
-        programs.extend((program[ops].astype(np.uint64)).tolist())
-        names.extend(str(op).rsplit("::", 1)[-1] for op in hlo_op[ops])
+        programs.append(program[ops].astype(np.uint64))
+        hlo_ops.add_distinct(values, local[ops])
     steps = number_steps(roots)
     empty = np.zeros(0, np.int64)
+    if not begins:
+        return HostEvents(empty, empty, empty, empty, [], steps)
+    # An op is (program, instruction): the last "::" part of hlo_op names the instruction.
+    text_code, texts = hlo_ops.factorized()
+    name_ids: dict[str, int] = {}
+    text_name = [name_ids.setdefault(str(t).rsplit("::", 1)[-1], len(name_ids)) for t in texts]
+    name_code = np.asarray(text_name, np.int64)[text_code]
+    names, width = list(name_ids), max(len(name_ids), 1)
+    program_values, program_code = np.unique(np.concatenate(programs), return_inverse=True)
+    op, keys = first_seen_codes(program_code.ravel().astype(np.int64) * width + name_code)
+    op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
     return HostEvents(
-        op_begin=np.concatenate(begins) if begins else empty,
-        op_end=np.concatenate(ends) if ends else empty,
-        op_self=np.concatenate(selfs) if selfs else empty,
-        op_program=programs,
-        op_name=names,
+        op_begin=np.concatenate(begins),
+        op_end=np.concatenate(ends),
+        op_self=np.concatenate(selfs),
+        op=op.astype(np.int64),
+        op_keys=op_keys,
         steps=steps,
     )
 
@@ -78,12 +91,7 @@ def cpu_ops(
     ``group`` is each op event's group (-1: none). Also returns the ops not found in any
     HLO module (over all groups).
     """
-    keys: dict[tuple[int, str], int] = {}
-    op = np.fromiter(
-        (keys.setdefault(k, len(keys)) for k in zip(events.op_program, events.op_name)),
-        np.int64,
-        len(events.op_name),
-    )
+    op, keys = events.op, events.op_keys
     n, count = len(keys), len(totals)
     use = group >= 0
     binned = cells(group[use], op[use], n, count)
@@ -92,7 +100,7 @@ def cpu_ops(
     static = empty_columns(n)
     per_exec = np.zeros((n, 3))  # flops, bytes accessed, bytes written per execution
     known = np.zeros(n, bool)
-    for (program, name), row in keys.items():
+    for row, (program, name) in enumerate(keys):
         module = modules.get(program)
         cost = module.cost(name) if module is not None else None
         static["program_id"][row] = program
@@ -144,7 +152,7 @@ def cpu_op_stats(
 ) -> OpStats:
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
-    count = len(events.op_name) if events is not None else 0
+    count = len(events.op) if events is not None else 0
     if count:
         span = int(events.op_end.max() - events.op_begin.min())
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])

@@ -452,3 +452,40 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
             decoded = [xplane_pb2.XEvent.FromString(e) for e in events]
             return _slow_table(decoded, line.timestamp_ns)
     return _slow_table(events, line.timestamp_ns)
+
+
+def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code per element, distinct keys in first-seen order) of an integer array."""
+    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return rank[inverse.ravel()], distinct[order]
+
+
+class StringCodes:
+    """Numbers the distinct strings of a stat (``None``: absent) across lines."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.parts: list[np.ndarray] = []
+
+    def _code(self, text) -> int:
+        return self.index.setdefault(text, len(self.index))
+
+    def add(self, table: EventTable, stat_id: int | None, names: dict[int, str]) -> None:
+        """The codes of one line's events: as ``table.strings``, without a str per event."""
+        local, values = table.string_codes(stat_id, names)
+        mapping = np.asarray([self._code(v) for v in values] + [-1], np.int64)
+        self.parts.append(mapping[local])  # local -1 (absent) picks the trailing -1
+
+    def add_distinct(self, texts: list[str], inverse: np.ndarray) -> None:
+        """The codes of one line's events, given as distinct ``texts`` and each one's index."""
+        resolved = np.asarray([self._code(t) for t in texts], np.int64)
+        self.parts.append(resolved[inverse])
+
+    def factorized(self) -> tuple[np.ndarray, list]:
+        """(code per event of all lines, distinct values in first-seen order)."""
+        texts = list(self.index)
+        codes, distinct = first_seen_codes(np.concatenate(self.parts))
+        return codes, [texts[c] if c >= 0 else None for c in distinct.tolist()]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
-from .event_table import REF, STR, EventTable, line_table
+from .event_table import EventTable, StringCodes, first_seen_codes, line_table
 from .hlo_cost import InstructionCost, ModuleCosts
 from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
@@ -33,51 +33,6 @@ GPU_STEPS_INFO = (
     "Per-step rows computed by tb_roofline_plugin from host step markers and kernel "
     "launches (XProf reports zeros for GPU steps)."
 )
-
-
-def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(code per element, distinct keys in first-seen order) of an integer array."""
-    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(len(order), np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    return rank[inverse.ravel()], distinct[order]
-
-
-class StringCodes:
-    """Numbers the distinct strings of a stat (``None``: absent) across lines."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-        self.parts: list[np.ndarray] = []
-
-    def _code(self, text) -> int:
-        return self.index.setdefault(text, len(self.index))
-
-    def add(self, table: EventTable, stat_id: int | None, names: dict[int, str]) -> None:
-        """The codes of one line's events: as ``table.strings``, without a str per event."""
-        codes = np.full(len(table), -1, np.int64)
-        rows = np.flatnonzero(table.stat_id == stat_id) if stat_id is not None else []
-        if len(rows):
-            refs = rows[table.stat_kind[rows] == REF]
-            if len(refs):
-                ids, inverse = np.unique(table.stat_int[refs], return_inverse=True)
-                resolved = [self._code(names.get(int(i), "")) for i in ids.tolist()]
-                codes[table.stat_event[refs]] = np.asarray(resolved, np.int64)[inverse]
-            for row in rows[table.stat_kind[rows] == STR].tolist():
-                codes[table.stat_event[row]] = self._code(table.stat_objects[table.stat_int[row]])
-        self.parts.append(codes)
-
-    def add_distinct(self, texts: list[str], inverse: np.ndarray) -> None:
-        """The codes of one line's events, given as distinct ``texts`` and each one's index."""
-        resolved = np.asarray([self._code(t) for t in texts], np.int64)
-        self.parts.append(resolved[inverse])
-
-    def factorized(self) -> tuple[np.ndarray, list]:
-        """(code per event of all lines, distinct values in first-seen order)."""
-        texts = list(self.index)
-        codes, distinct = first_seen_codes(np.concatenate(self.parts))
-        return codes, [texts[c] if c >= 0 else None for c in distinct.tolist()]
 
 
 @dataclass

@@ -7,7 +7,7 @@ import pytest
 
 from tb_roofline_plugin import stats_store
 from tb_roofline_plugin import step_ops as step_ops_module
-from tb_roofline_plugin.gpu import StringCodes, first_seen_codes
+from tb_roofline_plugin.event_table import StringCodes, first_seen_codes
 from tb_roofline_plugin.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
 from tb_roofline_plugin.op_stats import OpStats, StepInfo, step_storage, sum_steps, table_steps
 from tb_roofline_plugin.perf_env import PerfEnv, RunEnvironment
