@@ -96,8 +96,10 @@ static void rows_clear(Rows *r) {
 /* --- wire reading --------------------------------------------------------------------- */
 
 typedef struct {
-    const uint8_t *start; /* of the event: string positions are relative to it */
-    const char *error;    /* set on malformed input */
+    const uint8_t *start;  /* of the event: string positions are relative to it */
+    const char *error;     /* set on malformed input */
+    const int64_t *wanted; /* stat metadata ids to keep (NULL: every stat) */
+    Py_ssize_t n_wanted;
 } Parser;
 
 /* Reads a varint of at most 10 bytes; bits past 64 are dropped, as protobuf does. */
@@ -310,6 +312,11 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
             if (skip_field(ps, &p, end, field, wire, depth) < 0) return -1;
         }
     }
+    if (ps->wanted != NULL) { /* a stat nobody asked for: checked, not kept */
+        Py_ssize_t w = 0;
+        while (w < ps->n_wanted && ps->wanted[w] != id) w++;
+        if (w == ps->n_wanted) return 0;
+    }
     if (kind == KIND_STR || kind == KIND_BYTES) {
         /* stat_int of a string is its index among the line's strings. */
         if (rows_reserve(objects) < 0) return -2;
@@ -436,29 +443,45 @@ done:
 }
 
 PyDoc_STRVAR(decode_line_doc,
-"decode_line(line) -> (metadata_id, offset_ps, duration_ps, num_occurrences,\n"
-"                      stat columns..., string columns...)\n\n"
+"decode_line(line, start=0, max_events=-1, wanted=None)\n"
+"    -> (metadata_id, offset_ps, duration_ps, num_occurrences,\n"
+"        stat columns..., string columns..., next)\n\n"
 "Decodes the events (field 4) of one serialized XLine (bytes-like) in place, without a\n"
-"bytes object per event; the line's other fields are skipped. The columns are as in\n"
-"decode_events, the event columns one bytearray each, and obj_start counts from the\n"
-"start of the line. Raises WireError on malformed input.");
+"bytes object per event; the line's other fields are skipped. Starts at byte `start`\n"
+"and stops after `max_events` events (-1: no limit), returning the byte offset to go on\n"
+"from as `next` (the line's length when it is done), so a long line can be read in\n"
+"pieces. `wanted` (int64 bytes) keeps only the stats with those metadata ids. The\n"
+"columns are as in decode_events, the event columns one bytearray each, and obj_start\n"
+"counts from the start of the line. Raises WireError on malformed input.");
 
 enum { EVENT_METADATA, EVENT_OFFSET, EVENT_DURATION, EVENT_OCCURRENCES };
 static const Py_ssize_t EVENT_SIZES[] = {8, 8, 8, 8};
 
-static PyObject *decode_line(PyObject *self, PyObject *arg) {
+static PyObject *decode_line(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *result = NULL;
+    PyObject *line, *wanted_arg = Py_None;
+    Py_ssize_t start = 0, max_events = -1;
+    if (!PyArg_ParseTuple(args, "O|nnO", &line, &start, &max_events, &wanted_arg)) return NULL;
+    Py_buffer view, wanted = {0};
+    if (PyObject_GetBuffer(line, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (wanted_arg != Py_None && PyObject_GetBuffer(wanted_arg, &wanted, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyObject *result = NULL, *next = NULL;
     Rows events = {0}, stats = {0}, objects = {0};
     if (rows_init(&events, 4, EVENT_SIZES) < 0 || rows_init(&stats, 5, STAT_SIZES) < 0 ||
         rows_init(&objects, 3, OBJ_SIZES) < 0)
         goto done;
-    const uint8_t *p = view.buf, *end = (const uint8_t *)view.buf + view.len;
-    Parser ps = {view.buf, NULL};
+    if (start < 0 || start > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start is outside the line");
+        goto done;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf + start;
+    const uint8_t *end = (const uint8_t *)view.buf + view.len;
+    Parser ps = {view.buf, NULL, wanted.buf, wanted.buf != NULL ? wanted.len / 8 : 0};
     int64_t fields[4];
-    while (p < end) {
+    while (p < end && (max_events < 0 || events.count < max_events)) {
         uint32_t field;
         int wire;
         uint64_t length;
@@ -480,26 +503,30 @@ static PyObject *decode_line(PyObject *self, PyObject *arg) {
     if (rows_resize(&events, events.count) < 0 || rows_resize(&stats, stats.count) < 0 ||
         rows_resize(&objects, objects.count) < 0)
         goto done;
-    result = PyTuple_Pack(12, events.array[EVENT_METADATA], events.array[EVENT_OFFSET],
+    next = PyLong_FromSsize_t(p - (const uint8_t *)view.buf);
+    if (next == NULL) goto done;
+    result = PyTuple_Pack(13, events.array[EVENT_METADATA], events.array[EVENT_OFFSET],
                           events.array[EVENT_DURATION], events.array[EVENT_OCCURRENCES],
                           stats.array[STAT_EVENT], stats.array[STAT_ID], stats.array[STAT_KIND],
                           stats.array[STAT_BITS], stats.array[STAT_NUMBER],
                           objects.array[OBJ_EVENT], objects.array[OBJ_START],
-                          objects.array[OBJ_LENGTH]);
+                          objects.array[OBJ_LENGTH], next);
     goto done;
 malformed:
     PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
 done:
+    Py_XDECREF(next);
     rows_clear(&events);
     rows_clear(&stats);
     rows_clear(&objects);
+    if (wanted.buf != NULL) PyBuffer_Release(&wanted);
     PyBuffer_Release(&view);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"decode_events", decode_events, METH_O, decode_events_doc},
-    {"decode_line", decode_line, METH_O, decode_line_doc},
+    {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {NULL, NULL, 0, NULL},
 };
 

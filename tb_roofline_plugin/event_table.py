@@ -16,7 +16,7 @@ path (tests compare the two).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,7 @@ _STAT_KIND = {
 }
 _VARINT_KIND = {3: INT, 4: INT, 7: REF}  # XStat field numbers of varint values
 CHUNK_BYTES = 4 << 20  # events decoded per batch, to keep temporary arrays small
+CHUNK_EVENTS = 1 << 20  # events per piece when a long line is read in pieces
 MAX_MAGNITUDE = 1e200  # stat values beyond this are corrupt; keeps every sum finite
 MAX_TIME_PS = 1 << 62  # line timestamps beyond this overflow the ps time base
 PURE_ENV = "TB_ROOFLINE_PURE"  # set to 1: decode without the compiled decoder
@@ -298,10 +299,13 @@ def _fast_table(events, timestamp_ns: int) -> EventTable:
     return _table(*cat, stat_cols, [], timestamp_ns)
 
 
-def _compiled_line_table(raw: memoryview, timestamp_ns: int) -> EventTable:
-    """The table from one C pass over a serialized XLine: no bytes object per event."""
+def _compiled_line_table(
+    raw: memoryview, timestamp_ns: int, start: int = 0, limit: int = -1, wanted=None
+) -> tuple[EventTable, int]:
+    """The table from one C pass over a serialized XLine (no bytes object per event), from
+    byte ``start`` for at most ``limit`` events; and the byte offset to go on from."""
     try:
-        decoded = _wire.decode_line(raw)
+        decoded = _wire.decode_line(raw, start, limit, wanted)
     except _wire.WireError as exc:
         raise DecodeError(f"{_EVENT_PARSE_ERROR}: {exc}") from None
     columns = [np.frombuffer(decoded[i], np.int64) for i in range(4)]
@@ -314,7 +318,29 @@ def _compiled_line_table(raw: memoryview, timestamp_ns: int) -> EventTable:
     objects = _WireObjects(None, obj_event, obj_start, obj_length, is_str, buffer=raw)
     table = _table(*columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns)
     table.stat_float = stat_float
-    return table
+    return table, decoded[12]
+
+
+def line_tables(line, stat_ids=None, chunk_events: int = CHUNK_EVENTS) -> Iterator[EventTable]:
+    """The events of ``line`` in pieces of at most ``chunk_events``, with only the stats
+    ``stat_ids`` (None: all), so memory holds one piece whatever the line's size.
+
+    For readers whose events are independent of each other (steps, launches, kernels).
+    Without the compiled decoder, or for decoded messages, one table of the whole line.
+    """
+    raw = getattr(line, "raw", None)
+    if raw is None or not compiled_decoder():
+        yield line_table(line)
+        return
+    wanted = None
+    if stat_ids is not None:
+        wanted = np.asarray([i for i in stat_ids if i is not None], np.int64).tobytes()
+    start = 0
+    while True:
+        table, start = _compiled_line_table(raw, line.timestamp_ns, start, chunk_events, wanted)
+        yield table
+        if start >= len(raw):
+            return
 
 
 def _compiled_table(events, timestamp_ns: int) -> EventTable:
@@ -418,7 +444,11 @@ def may_have_stats(line, stat_ids: list[int]) -> bool:
     Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a
     false positive only costs decoding the line. Lines of full XLine messages: True.
     """
-    raw = getattr(line, "raw", None)  # a LineView: search the line's bytes
+    raw = getattr(line, "raw", None)  # a LineView: search the line's bytes in the file
+    if raw is not None and getattr(line, "base", None) is not None:
+        span = (line.offset, line.offset + len(raw))
+        needles = [b"\x08" + _varint_bytes(i) for i in stat_ids if i is not None]
+        return any(line.base.find(needle, *span) >= 0 for needle in needles)
     if raw is not None:
         raw = bytes(raw)
     else:
@@ -439,7 +469,7 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
     """
     raw = getattr(line, "raw", None)  # a LineView: the line's bytes in the file
     if raw is not None and compiled_decoder():
-        return _compiled_line_table(raw, line.timestamp_ns)
+        return _compiled_line_table(raw, line.timestamp_ns)[0]
     events = line.events
     if len(events) and isinstance(events[0], (bytes, bytearray, memoryview)):
         if compiled_decoder():
@@ -476,16 +506,28 @@ class StringCodes:
     def add(self, table: EventTable, stat_id: int | None, names: dict[int, str]) -> None:
         """The codes of one line's events: as ``table.strings``, without a str per event."""
         local, values = table.string_codes(stat_id, names)
-        mapping = np.asarray([self._code(v) for v in values] + [-1], np.int64)
+        mapping = np.asarray([self._code(v) for v in values] + [-1], np.int32)
         self.parts.append(mapping[local])  # local -1 (absent) picks the trailing -1
 
     def add_distinct(self, texts: list[str], inverse: np.ndarray) -> None:
         """The codes of one line's events, given as distinct ``texts`` and each one's index."""
-        resolved = np.asarray([self._code(t) for t in texts], np.int64)
+        resolved = np.asarray([self._code(t) for t in texts], np.int32)
         self.parts.append(resolved[inverse])
 
     def factorized(self) -> tuple[np.ndarray, list]:
-        """(code per event of all lines, distinct values in first-seen order)."""
+        """(int32 code per event of all lines, distinct values in first-seen order).
+
+        Renumbered part by part (no sort over all events): a value's number is its rank
+        of first appearance; -1 (absent) stands for None.
+        """
         texts = list(self.index)
-        codes, distinct = first_seen_codes(np.concatenate(self.parts))
-        return codes, [texts[c] if c >= 0 else None for c in distinct.tolist()]
+        rank = np.full(len(texts) + 1, -1, np.int32)  # rank[-1]: the absent value
+        order: list[int] = []
+        for part in self.parts:
+            distinct, first = np.unique(part, return_index=True)
+            seen_first = distinct[np.argsort(first, kind="stable")]
+            new = seen_first[rank[seen_first] < 0]
+            rank[new] = np.arange(len(order), len(order) + len(new), dtype=np.int32)
+            order.extend(new.tolist())
+        codes = np.concatenate([rank[part] for part in self.parts]) if self.parts else rank[:0]
+        return codes, [texts[c] if c >= 0 else None for c in order]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .device_peaks import gpu_dtype_tflops, gpu_perf_env
-from .event_table import EventTable, StringCodes, first_seen_codes, line_table
+from .event_table import EventTable, StringCodes, first_seen_codes, line_tables
 from .hlo_cost import InstructionCost, ModuleCosts
 from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
@@ -73,6 +73,34 @@ def _concatenate(parts: list) -> np.ndarray:
     return np.concatenate([np.zeros(p) if isinstance(p, int) else p for p in parts])
 
 
+def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int]) -> None:
+    """Appends the kernels of one piece of a line to the columns in ``parts``."""
+    n = len(table)
+    if n == 0:
+        return
+    metadata = plane.event_metadata
+    meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
+    meta_names = [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()]
+    strings["kernel"].add_distinct(meta_names, inverse.ravel())
+    strings["hlo_op"].add(table, ids.get("hlo_op"), names)
+    strings["tf_op"].add(table, ids.get("tf_op"), names)
+    has_program, program = table.integers(ids.get("program_id"))
+    has_corr, corr = table.integers(ids.get("correlation_id"))
+    columns = {
+        "begin_ps": table.begin_ps,
+        "end_ps": table.end_ps,
+        "plane": np.full(n, where[0], np.int32),
+        "line": np.full(n, where[1], np.int32),
+        "program_id": np.where(has_program, program, 0).astype(np.uint64),
+        "correlation_id": corr.astype(np.uint64),
+        "has_correlation": has_corr,
+        "event_flops": _stat_or_none(table, ids.get("flops")),
+        "event_bytes": _stat_or_none(table, ids.get("bytes_accessed")),
+    }
+    for key, value in columns.items():
+        parts.setdefault(key, []).append(value)
+
+
 def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
     parts: dict[str, list] = {}
     strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
@@ -81,32 +109,9 @@ def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
         ids = stat_ids(plane, KERNEL_STATS)
         names = stat_names(plane)
         for line in plane.lines:
-            table = line_table(line)
-            n = len(table)
             line_number += 1
-            if n == 0:
-                continue
-            metadata = plane.event_metadata
-            meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
-            meta_names = [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()]
-            strings["kernel"].add_distinct(meta_names, inverse.ravel())
-            strings["hlo_op"].add(table, ids.get("hlo_op"), names)
-            strings["tf_op"].add(table, ids.get("tf_op"), names)
-            has_program, program = table.integers(ids.get("program_id"))
-            has_corr, corr = table.integers(ids.get("correlation_id"))
-            columns = {
-                "begin_ps": table.begin_ps,
-                "end_ps": table.end_ps,
-                "plane": np.full(n, p, np.int32),
-                "line": np.full(n, line_number, np.int32),
-                "program_id": np.where(has_program, program, 0).astype(np.uint64),
-                "correlation_id": corr.astype(np.uint64),
-                "has_correlation": has_corr,
-                "event_flops": _stat_or_none(table, ids.get("flops")),
-                "event_bytes": _stat_or_none(table, ids.get("bytes_accessed")),
-            }
-            for key, value in columns.items():
-                parts.setdefault(key, []).append(value)
+            for table in line_tables(line, [ids.get(name) for name in KERNEL_STATS]):
+                _add_kernels(parts, strings, table, plane, ids, names, (p, line_number))
     if not parts:
         empty = np.zeros(0, np.int64)
         return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
@@ -243,10 +248,11 @@ def aggregate(
     breakdown = np.zeros((len(binned), 3, 2))
     breakdown[:, HBM, READ] = read
     breakdown[:, HBM, WRITE] = written
+    time_int_ps = time_ps.astype(np.int64)
     columns = {
         "occurrences": binned.sum().astype(np.int64),
-        "time_ps": time_ps.astype(np.int64),
-        "self_time_ps": time_ps.astype(np.int64),
+        "time_ps": time_int_ps,
+        "self_time_ps": time_int_ps,  # kernels do not nest
         "normalized_time_ps": time_ps,
         "flops": flops,
         "model_flops": flops,
@@ -357,6 +363,7 @@ def gpu_steps(
     claimed = launched & (step >= 0)
     claimed[claimed] &= launch[claimed] < ends[step[claimed]]
     step = np.where(claimed, step, -1)
+    del slot, launched, launch  # per-kernel temporaries: memory for what follows
     count = len(starts)
     # Device time per (step, GPU).
     cell = step[claimed] * planes + kernels.plane[claimed]
@@ -368,6 +375,7 @@ def gpu_steps(
     first = np.minimum(first, np.repeat(starts, planes))
     last = np.maximum(last, np.repeat(ends, planes))
     totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
+    del cell, first, last, used
     ops = aggregate(kernels, op, table, step, totals, executions)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete.
     ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])

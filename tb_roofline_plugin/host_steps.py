@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .event_table import line_table, may_have_stats
+from .event_table import line_tables, may_have_stats
 from .profile_reader import stat_ids
 from .protos import xplane_pb2
 
@@ -68,11 +68,11 @@ def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches
-        table = line_table(line)
-        roots.extend(step_roots(table, ids))
-        has_id, correlation = table.integers(ids.get("correlation_id"))
-        launch_ids.append(correlation[has_id].astype(np.uint64))
-        launch_ps.append(table.begin_ps[has_id])
+        for table in line_tables(line, [ids.get(name) for name in MARKER_STATS]):
+            roots.extend(step_roots(table, ids))
+            has_id, correlation = table.integers(ids.get("correlation_id"))
+            launch_ids.append(correlation[has_id].astype(np.uint64))
+            launch_ps.append(table.begin_ps[has_id])
     markers.steps = number_steps(roots)
     if launch_ids:
         # The last launch of a repeated id wins: unique over the reversed arrays.

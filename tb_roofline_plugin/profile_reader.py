@@ -74,14 +74,15 @@ class LineView:
     """
 
     __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps")
-    __slots__ += ("raw",)
+    __slots__ += ("raw", "base", "offset")
 
-    def __init__(self, raw: memoryview) -> None:
+    def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
         header = xplane_lite_pb2.XLineHeader.FromString(raw)
         self.id, self.display_id = header.id, header.display_id
         self.name, self.display_name = header.name, header.display_name
         self.timestamp_ns, self.duration_ps = header.timestamp_ns, header.duration_ps
         self.raw = raw  # the XLine's bytes
+        self.base, self.offset = base, offset  # the file's bytes and where the line starts
 
     @property
     def events(self):
@@ -100,13 +101,13 @@ class PlaneView:
         return getattr(self._message, name)
 
 
-def _plane_view(buf: memoryview, start: int, end: int) -> PlaneView:
+def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
     """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
     rest, lines, pos = bytearray(), [], start
     for number, wire, vstart, vend in _fields(buf, start, end):
         field_end = vend if wire != _WIRE_VARINT else vstart
         if number == 3 and wire == _WIRE_LEN:
-            lines.append(LineView(buf[vstart:vend]))
+            lines.append(LineView(buf[vstart:vend], base, vstart))
         else:
             rest += buf[pos:field_end]
         pos = field_end
@@ -218,7 +219,8 @@ def decode_profile(
         names = [name for name, _, _ in found]
         for name, start, end in found:
             if want(name, names):
-                profile.planes.append(_plane_view(buf, start, end))
+                base = data if isinstance(data, bytes) else None
+                profile.planes.append(_plane_view(buf, start, end, base))
             else:
                 profile.skipped_planes.append(name)
     except _WireError as exc:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .op_metrics import IDLE_NAME, SUMMED_COLUMNS, OpMetricsDb, empty_columns, with_idle
 
-DENSE_CELLS = 1 << 24  # up to this many possible (group, op) cells, bin without sorting
+DENSE_CELLS = 1 << 25  # up to this many possible (group, op) cells, bin without sorting
 
 
 @dataclass

@@ -273,3 +273,27 @@ def test_compiled_columns_are_writable_int64_arrays():
         assert column.dtype == np.int64 and column.flags.writeable, name
     assert table.stat_float.dtype == np.float64 and table.stat_float.tolist() == [0.5]
     assert struct.pack("<d", table.numbers(4)[0]) == struct.pack("<d", 0.5)
+
+
+@compiled
+@pytest.mark.parametrize("name", [n for n, _ in GENERATED])
+def test_a_line_read_in_pieces_with_some_stats_equals_the_whole_line(name):
+    profile = decode_profile(dict(GENERATED)[name], want=lambda name, names: True)
+    compared = 0
+    for plane in profile.planes:
+        ids = sorted(plane.stat_metadata)[::2]  # every other stat
+        for line in plane.lines:
+            whole = line_table(line)
+            pieces = list(event_table.line_tables(line, ids, chunk_events=7))
+            assert len(pieces) >= len(whole) // 7
+            assert sum(len(p) for p in pieces) == len(whole)
+            begins = np.concatenate([p.begin_ps for p in pieces])
+            assert begins.tolist() == whole.begin_ps.tolist()
+            for stat_id in ids:
+                want = whole.numbers(stat_id)
+                got = np.concatenate([p.numbers(stat_id) for p in pieces])
+                assert np.array_equal(got, want, equal_nan=True), (line.name, stat_id)
+            kept = {int(i) for p in pieces for i in np.unique(p.stat_id)}
+            assert kept <= set(ids)
+            compared += len(whole)
+    assert compared >= 12
