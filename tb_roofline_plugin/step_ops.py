@@ -24,15 +24,22 @@ class Cells:
 
     group: np.ndarray  # int64 per cell
     op: np.ndarray  # int64 per cell
-    inverse: np.ndarray  # cell of each event used
+    inverse: np.ndarray | list[np.ndarray]  # cell of each event used (per part: a list)
     offsets: np.ndarray  # (groups + 1) int64: cells of group g are offsets[g]:offsets[g+1]
 
     def __len__(self) -> int:
         return len(self.op)
 
-    def sum(self, weights: np.ndarray | None = None) -> np.ndarray:
-        """float64 per cell: the count of events (no weights) or the sum of ``weights``."""
-        return np.bincount(self.inverse, weights=weights, minlength=len(self))
+    def sum(self, weights: np.ndarray | list | None = None) -> np.ndarray:
+        """float64 per cell: the count of events (no weights) or the sum of ``weights``
+        (for cells of parts: one array per part, summed part by part)."""
+        if not isinstance(self.inverse, list):
+            return np.bincount(self.inverse, weights=weights, minlength=len(self))
+        total = np.zeros(len(self))
+        for k, inverse in enumerate(self.inverse):
+            part = None if weights is None else weights[k]
+            total += np.bincount(inverse, weights=part, minlength=len(self))
+        return total
 
 
 def cells(group: np.ndarray, op: np.ndarray, ops: int, groups: int) -> Cells:
@@ -51,6 +58,25 @@ def cells(group: np.ndarray, op: np.ndarray, ops: int, groups: int) -> Cells:
     cell_group, cell_op = np.divmod(keys, max(ops, 1))
     offsets = np.searchsorted(cell_group, np.arange(groups + 1)).astype(np.int64)
     return Cells(cell_group, cell_op, inverse.ravel(), offsets)
+
+
+def part_cells(groups: list, ops: list, n_ops: int, n_groups: int) -> Cells:
+    """``cells`` of events given in parts (e.g. one per core), without concatenating them."""
+    width = max(n_ops, 1)
+    keys = [np.asarray(g, np.int64) * width + np.asarray(o, np.int64) for g, o in zip(groups, ops)]
+    if n_groups * width > DENSE_CELLS:
+        whole = cells(np.concatenate(groups), np.concatenate(ops), n_ops, n_groups)
+        bounds = np.cumsum([len(k) for k in keys])[:-1]
+        whole.inverse = np.split(whole.inverse, bounds)
+        return whole
+    present = np.zeros(n_groups * width, bool)
+    for key in keys:
+        present[key] = True
+    found = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int32) - 1
+    cell_group, cell_op = np.divmod(found, width)
+    offsets = np.searchsorted(cell_group, np.arange(n_groups + 1)).astype(np.int64)
+    return Cells(cell_group, cell_op, [rank[key] for key in keys], offsets)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from .profile_reader import (
     stats_dict,
 )
 from .protos import op_metrics_pb2, xplane_pb2
-from .step_ops import StepOps, cells, step_ops
+from .step_ops import StepOps, part_cells, step_ops
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
@@ -185,8 +185,7 @@ def windowed_ops(
             table[col][mapping] = core.ops[col]
     count = 1 if windows is None else len(windows[0])
     totals = np.zeros(count, np.int64)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("group", "op", "occ", "dur", "self")}
-    parts.update(dma=[], norm=[])
+    takes, groups, op_parts = [], [], []
     for c, (core, mapping) in enumerate(zip(cores, mappings)):
         take = core.op_row >= 0
         if windows is None:
@@ -200,27 +199,24 @@ def windowed_ops(
             inside[inside] &= core.begin_ps[inside] < ends[group[inside]]
             take &= inside
             totals += ends - starts
-        duration = (core.end_ps - core.begin_ps)[take]
-        for name, values in (
-            ("group", group[take]),
-            ("op", mapping[core.op_row[take]]),
-            ("occ", core.occurrences[take]),
-            ("dur", duration),
-            ("self", core.self_ps[take]),
-            ("dma", core.dma_stall_ps[take]),
-            ("norm", duration * core.time_scale[take]),
-        ):
-            parts[name].append(values)
-    cat = {k: np.concatenate(v) if v else np.zeros(0) for k, v in parts.items()}
-    binned = cells(cat["group"], cat["op"], n, count)
-    occ = binned.sum(cat["occ"])
+        takes.append(take)
+        groups.append(group[take])
+        op_parts.append(mapping[core.op_row[take]])
+    binned = part_cells(groups, op_parts, n, count)
+    del groups, op_parts
+
+    def summed(column) -> np.ndarray:
+        """Per-cell sums of ``column(core)`` over the events each core takes."""
+        return binned.sum([column(core)[take] for core, take in zip(cores, takes)])
+
+    occ = summed(lambda core: core.occurrences)
     per_occurrence = {k: table[k][binned.op] for k in ("flops", "model_flops", "bytes_accessed")}
     columns = {
         "occurrences": occ.astype(np.int64),
-        "time_ps": binned.sum(cat["dur"]).astype(np.int64),
-        "self_time_ps": binned.sum(cat["self"]).astype(np.int64),
-        "dma_stall_ps": binned.sum(cat["dma"]),
-        "normalized_time_ps": binned.sum(cat["norm"]),
+        "time_ps": summed(lambda core: core.end_ps - core.begin_ps).astype(np.int64),
+        "self_time_ps": summed(lambda core: core.self_ps).astype(np.int64),
+        "dma_stall_ps": summed(lambda core: core.dma_stall_ps),
+        "normalized_time_ps": summed(lambda core: (core.end_ps - core.begin_ps) * core.time_scale),
         **{k: v * occ for k, v in per_occurrence.items()},
         "breakdown": table["breakdown"][binned.op] * occ[:, None, None],
     }

@@ -143,3 +143,19 @@ def test_cells_give_the_same_bins_with_and_without_sorting(monkeypatch):
     for field in ("group", "op", "inverse", "offsets"):
         assert getattr(dense, field).tolist() == getattr(by_sort, field).tolist(), field
     assert dense.sum().sum() == 2000
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_cells_of_parts_sum_like_cells_of_all_events(monkeypatch, dense):
+    if not dense:
+        monkeypatch.setattr(step_ops_module, "DENSE_CELLS", 0)
+    rng = np.random.default_rng(5)
+    groups = [rng.integers(0, 20, n) for n in (300, 0, 150)]
+    ops = [rng.integers(0, 9, len(g)) for g in groups]
+    weights = [rng.random(len(g)) for g in groups]
+    whole = cells(np.concatenate(groups), np.concatenate(ops), 9, 20)
+    parts = step_ops_module.part_cells(groups, ops, 9, 20)
+    assert parts.op.tolist() == whole.op.tolist()
+    assert parts.offsets.tolist() == whole.offsets.tolist()
+    assert parts.sum().tolist() == whole.sum().tolist()
+    assert np.allclose(parts.sum(weights), whole.sum(np.concatenate(weights)))
