@@ -20,7 +20,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from .errors import ProfileError
-from .event_table import line_table
+from .event_table import line_tables
 from .protos import xplane_lite_pb2, xplane_pb2
 
 UINT64_MASK = (1 << 64) - 1
@@ -352,7 +352,7 @@ def line_events(
     """
     wanted = list(numeric_stats)
     ids = stat_ids(plane, [*wanted, "device_offset_ps", "device_duration_ps"])
-    table = line_table(line)
+    (table,) = line_tables(line, list(ids.values()), chunk_events=-1)  # only these stats
     begin, duration = table.begin_ps, table.duration_ps
     if device_time:
         has_offset, offset = table.integers(ids.get("device_offset_ps"))

@@ -126,6 +126,13 @@ def _steps(plane: xplane_pb2.XPlane) -> list[tuple[int, int, int]]:
     return steps
 
 
+def _constant_as_view(values: np.ndarray) -> np.ndarray:
+    """A column whose values are all equal (a stat no event has) as a read-only view."""
+    if len(values) and (values == values[0]).all():
+        return np.broadcast_to(values[:1].copy(), values.shape)
+    return values
+
+
 def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
     parts = [
         line_events(plane, line, numeric_stats=_EVENT_STATS)
@@ -150,8 +157,8 @@ def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
         self_ps=self_ps,
         occurrences=occurrences,
         op_row=op_row,
-        dma_stall_ps=np.nan_to_num(dma),
-        time_scale=np.where(np.isnan(scale), 1.0, scale),
+        dma_stall_ps=_constant_as_view(np.nan_to_num(dma)),
+        time_scale=_constant_as_view(np.where(np.isnan(scale), 1.0, scale)),
         ops=ops,
         steps=_steps(plane),
     )
