@@ -15,7 +15,7 @@ from .hlo_modules import program_modules, program_names
 from .op_metrics import empty_db
 from .op_stats import Diagnostics, OpStats, combine_hosts
 from .perf_env import PerfEnv, RunEnvironment, finite_env
-from .profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_bytes
+from .profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
 from .tpu import tpu_op_stats
 
 NO_OPS = (
@@ -83,7 +83,11 @@ def analyze_bytes(data: bytes, path: str, peaks: PerfEnv | None = None) -> OpSta
     surface from deep in the analysis as ValueError/OverflowError/DecodeError; they are the
     file's problem, so they become one-line ProfileErrors here.
     """
-    profile = decode_profile(data, path)
+    return analyze_decoded(decode_profile(data, path), path, peaks)
+
+
+def analyze_decoded(profile: Profile, path: str, peaks: PerfEnv | None = None) -> OpStats:
+    """``analyze_profile`` with malformed content as a one-line ProfileError naming ``path``."""
     try:
         return analyze_profile(profile, host_name(path), peaks)
     except (ValueError, OverflowError, ArithmeticError, DecodeError) as exc:
@@ -92,7 +96,9 @@ def analyze_bytes(data: bytes, path: str, peaks: PerfEnv | None = None) -> OpSta
 
 
 def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
-    return analyze_bytes(read_bytes(path), os.fspath(path), peaks)
+    """OpStats of a local file; its bytes are let go as soon as the lines are read."""
+    profile = read_profile(path, release_lines=True)
+    return analyze_decoded(profile, os.fspath(path), peaks)
 
 
 def analyze_files(paths: list[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:

@@ -5,25 +5,27 @@ from __future__ import annotations
 import os
 
 from . import stats_store
-from .analysis import analyze_bytes
+from .analysis import analyze_decoded
 from .discovery import filesystem
 from .errors import ProfileError, UnreadableProfile
 from .op_stats import OpStats
+from .profile_reader import decode_profile
 
 
 def convert_file(path: str, peaks: str | None = None) -> OpStats:
     """OpStats of one ``<host>.xplane.pb`` (local or remote); ProfileError for bad input."""
     fs = filesystem(path)
-    try:
-        data = fs.read(path)
-    except OSError as exc:
-        raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
     perf_env = None
     if peaks:
         from .device_peaks import load_perf_env
 
         perf_env = load_perf_env(peaks)
-    return analyze_bytes(data, path, perf_env)
+    try:
+        profile = decode_profile(fs.read(path), path)  # the bytes live in the profile only
+    except OSError as exc:
+        raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
+    profile.release_lines = True
+    return analyze_decoded(profile, path, perf_env)
 
 
 def convert_to_store(path: str, cache_dir: str, peaks: str | None = None) -> tuple[str, str]:

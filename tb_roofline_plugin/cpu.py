@@ -152,6 +152,7 @@ def cpu_op_stats(
 ) -> OpStats:
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
+    profile.done_reading()
     count = len(events.op) if events is not None else 0
     if count:
         span = int(events.op_end.max() - events.op_begin.min())

@@ -303,6 +303,8 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
     kernels = read_kernels(planes)
+    markers = host_markers(profile.plane(HOST_PLANE))
+    profile.done_reading()
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
     total = int(spans.sum())
@@ -324,7 +326,6 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     stats.notes.extend(
         f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
     )
-    markers = host_markers(profile.plane(HOST_PLANE))
     if markers.steps:
         stats.has_step_markers = True
         stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts)

@@ -124,6 +124,15 @@ class Profile:
     skipped_planes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Set by the one who owns the file's bytes: lines may go once the readers are done.
+    release_lines: bool = False
+
+    def done_reading(self) -> None:
+        """The platform reader has read the lines: drop them (and so the file's bytes, which
+        they point into) when this profile owns them, so analysis runs without the file."""
+        if self.release_lines:
+            for plane in self.planes:
+                plane.lines = []
 
     def plane(self, name: str) -> xplane_pb2.XPlane | None:
         return next((p for p in self.planes if p.name == name), None)
@@ -254,9 +263,14 @@ def read_bytes(path: str | os.PathLike) -> bytes:
         raise ProfileError(name, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def read_profile(path: str | os.PathLike, want: PlaneFilter = analysis_planes) -> Profile:
-    """Reads and decodes one ``.xplane.pb`` file."""
-    return decode_profile(read_bytes(path), os.fspath(path), want)
+def read_profile(
+    path: str | os.PathLike, want: PlaneFilter = analysis_planes, release_lines: bool = False
+) -> Profile:
+    """Reads and decodes one ``.xplane.pb`` file; with ``release_lines`` the file's bytes
+    are let go once the platform reader is done with the lines (``done_reading``)."""
+    profile = decode_profile(read_bytes(path), os.fspath(path), want)
+    profile.release_lines = release_lines
+    return profile
 
 
 # --- stats -----------------------------------------------------------------------------------

@@ -249,6 +249,7 @@ def tpu_op_stats(profile: Profile, host: str) -> OpStats:
     perf_env, device_type = tpu_perf_env(planes[0])
     perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
     cores = [core_ops(plane) for plane in planes]
+    profile.done_reading()
     run_env = RunEnvironment(
         hardware_type="TPU",
         device_type=device_type,

@@ -159,3 +159,24 @@ def test_cells_of_parts_sum_like_cells_of_all_events(monkeypatch, dense):
     assert parts.offsets.tolist() == whole.offsets.tolist()
     assert parts.sum().tolist() == whole.sum().tolist()
     assert np.allclose(parts.sum(weights), whole.sum(np.concatenate(weights)))
+
+
+def test_an_owned_profile_lets_its_lines_go_once_read_and_gives_the_same_roofline(tmp_path):
+    from tb_roofline_plugin.analysis import analyze_bytes, analyze_file
+    from tb_roofline_plugin.demo_data import GpuSpec, gpu_xspace
+    from tb_roofline_plugin.profile_reader import read_profile
+    from tb_roofline_plugin.roofline import build_database
+
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(gpu_xspace(GpuSpec(steps=3)).SerializeToString())
+    profile = read_profile(path, release_lines=True)
+    assert any(plane.lines for plane in profile.planes)
+    profile.done_reading()
+    assert not any(plane.lines for plane in profile.planes)
+    kept = read_profile(path)
+    kept.done_reading()  # not owned: the lines stay
+    assert any(plane.lines for plane in kept.planes)
+    owned = build_database(analyze_file(path))
+    borrowed = build_database(analyze_bytes(path.read_bytes(), str(path)))
+    assert owned.SerializeToString() == borrowed.SerializeToString()
+    assert len(owned.roofline_model_record) > 10
