@@ -2144,7 +2144,7 @@ def write_demo_logdir(
 # straight to the file at the wire level: an XLine's `events` can be written piecewise, so
 # only the template is ever in memory.
 
-_PLANES_TAG, _LINES_TAG = b"\x0a", b"\x1a"  # XSpace.planes = 1, XPlane.lines = 3 (length-delimited)
+_PLANES_TAG, _LINES_TAG = b"\x0a", b"\x1a"  # XSpace.planes = 1, XPlane.lines = 3, both LEN
 _STEP_LINES = ("Steps", "python")  # where step events are: TPU `Steps`, GPU/CPU step roots
 # Stats that move with each copy, and by what: the window (ps), its steps, or a value span.
 _MOVING_STATS = {
@@ -2235,6 +2235,8 @@ class _Segment:
 
 
 class _TiledLine:
+    """One line as three parts: events before the window, in it (repeated), and after it."""
+
     def __init__(self, line: xplane_pb2.XLine, plane: xplane_pb2.XPlane, start: int, period: int):
         """Splits `line`'s events at the window [start, start + period) (absolute ps)."""
         begin = start - line.timestamp_ns * NS
