@@ -67,8 +67,8 @@ stats = analyze_profile(profile, host_name(path)); done("analysis")
 text = render(stats, "json", [path]); done("render")
 print(json.dumps(out))
 """
-# What a process that ran out of its address space leaves on stderr.
-OOM_MARKERS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "OOM")
+# What a process that ran out of its address space leaves on stderr (lower case).
+OOM_MARKERS = ("memoryerror", "bad_alloc", "cannot allocate memory", "out of memory")
 
 
 @dataclass
@@ -118,7 +118,7 @@ def measure(cmd: list[str], cap_gb: float, timeout: float, cwd: Path = REPO) -> 
     if code == 0:
         return Result(wall, rss, stdout=stdout)
     last = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
-    if any(marker in stderr for marker in OOM_MARKERS):
+    if any(marker in stderr.lower() for marker in OOM_MARKERS):
         return Result(wall, rss, f"out of memory at the {cap_gb:g} GB cap ({last.strip()[:120]})")
     if code < 0:
         name = signal.Signals(-code).name
