@@ -1,0 +1,50 @@
+"""benchmarks/run.py's measurements: a process that runs out of its memory cap or time is a
+clear line in the table, not a crash of the benchmark (1 GB runs of XProf do both)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+
+
+@pytest.fixture(scope="module")
+def run():
+    spec = importlib.util.spec_from_file_location("bench_run", RUN)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = module  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules["bench_run"]
+
+
+def test_a_run_gives_time_memory_and_output(run):
+    result = run.measure([sys.executable, "-c", "print('hi')"], cap_gb=4, timeout=60)
+    assert result.ok and result.stdout == "hi\n"
+    assert 0 < result.wall < 60 and result.rss > 1
+
+
+def test_running_out_of_the_cap_is_reported(run):
+    code = "x = bytearray(600 * 2**20)"
+    result = run.measure([sys.executable, "-c", code], cap_gb=0.4, timeout=60)
+    assert result.error.startswith("out of memory at the 0.4 GB cap")
+    assert run._cell([result], 8)[0].strip() == "OOM"
+
+
+def test_a_timeout_kills_and_is_reported(run):
+    result = run.measure([sys.executable, "-c", "import time; time.sleep(30)"], 4, timeout=0.5)
+    assert result.error.startswith("> 0 s") or result.error.startswith("> 1 s")
+    assert result.wall < 10
+    assert run._cell([result], 8)[0].strip() == "timeout"
+    assert run._ratio([result], [result], "time", 6).strip() == "-"
+
+
+def test_failures_say_why(run):
+    result = run.measure([sys.executable, "-c", "raise SystemExit('no such profile')"], 4, 60)
+    assert result.error == "failed (exit 1): no such profile"
