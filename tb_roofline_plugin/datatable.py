@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from .json_text import bool_texts, dumps_with, float_columns_text, list_text, string_texts
+from .json_text import bool_texts, dumps_with, float_columns_text, string_texts
 from .protos import roofline_model_pb2 as rm
 from .roofline import RecordSet, RooflineModel, as_model, ridge_point
 
@@ -197,6 +197,9 @@ def source_info_cells(records: RecordSet) -> list[str]:
     return out.tolist()
 
 
+ROWS_PER_PIECE = 50_000  # records whose cells are text at once (memory of big profiles)
+
+
 def _column_values(records: RecordSet, key: str, kind: str) -> list:
     """One column's cell values, as Python values."""
     if key == "#step":
@@ -312,9 +315,15 @@ def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
     """``json.dumps(to_datatable(database))``, written column by column."""
     model = as_model(database)
     cols, table, diagnostics = _tables(model)
-    texts = _columns_text(model.records, cols, "json")
     template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
-    rows = list_text([template % row for row in zip(*texts)], None, 2)
+    pieces = []  # rows in pieces: a cell's text lives only while its piece is written
+    for start in range(0, len(model.records), ROWS_PER_PIECE):
+        part = model.records.take(slice(start, start + ROWS_PER_PIECE))
+        texts = _columns_text(part, cols, "json")
+        pieces.append(", ".join([template % row for row in zip(*texts)]))
+        del texts
+    rows = "[" + ", ".join(pieces) + "]" if pieces else "[]"
+    del pieces
     text = dumps_with([table, diagnostics], {(0, "rows"): rows}, None)
     return text if text is not None else json.dumps(to_datatable(model))
 
@@ -323,11 +332,12 @@ def csv_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
     """``to_csv(to_datatable(database))``, written column by column."""
     model = as_model(database)
     cols, _, _ = _tables(model)
-    texts = _columns_text(model.records, cols, "csv")
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow([label for _, _, label, _ in cols])
-    writer.writerows(zip(*texts))
+    for start in range(0, len(model.records), ROWS_PER_PIECE):
+        part = model.records.take(slice(start, start + ROWS_PER_PIECE))
+        writer.writerows(zip(*_columns_text(part, cols, "csv")))
     return out.getvalue()
 
 

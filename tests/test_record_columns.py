@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from tiny_tpu import tiny_tpu
 
+from tb_roofline_plugin import datatable as datatable_module
 from tb_roofline_plugin.analysis import analyze_profile
 from tb_roofline_plugin.datatable import csv_text, datatable_text, to_csv, to_datatable
 from tb_roofline_plugin.export import (
@@ -174,6 +175,16 @@ def test_column_wise_texts_equal_json_dumps_of_the_dict_forms(tiny_stats):
     for indent in (None, 1):
         expected = json.dumps(to_json(database, tiny_stats, ["a.pb"], selection), indent=indent)
         assert json_text(model, tiny_stats, ["a.pb"], selection, indent) == expected
+
+
+@pytest.mark.parametrize("rows_per_piece", [1, 7])
+def test_texts_written_in_pieces_equal_the_whole(tiny_stats, monkeypatch, rows_per_piece):
+    model = roofline_model(tiny_stats)
+    database = model.database()
+    assert len(model.records) > 7
+    monkeypatch.setattr(datatable_module, "ROWS_PER_PIECE", rows_per_piece)
+    assert datatable_text(model) == json.dumps(to_datatable(database))
+    assert csv_text(model) == to_csv(to_datatable(database))
 
 
 def test_op_details_of_the_model_and_of_its_message_agree(tiny_stats):
