@@ -61,10 +61,12 @@ def shared_table(steps: list[StepInfo]) -> tuple[StepOps | None, np.ndarray]:
     return table, np.array([s.index for s in steps], np.int64)
 
 
-def step_storage(steps: list[StepInfo]) -> list[OpMetricsDb]:
-    """What holds the steps' ops in memory: each shared table's rows once, and own dbs."""
-    tables = {id(s.table): s.table.rows for s in steps if s._db is None and s.table is not None}
-    return list(tables.values()) + [s._db for s in steps if s._db is not None]
+def step_nbytes(steps: list[StepInfo]) -> int:
+    """Memory the steps' ops hold: each shared table once, and the steps' own dbs."""
+    tables = {id(s.table): s.table for s in steps if s._db is None and s.table is not None}
+    own = [s._db for s in steps if s._db is not None]
+    numeric = sum(v.nbytes for db in own for v in db.__dict__.values() if hasattr(v, "nbytes"))
+    return sum(t.nbytes for t in tables.values()) + numeric
 
 
 def sum_steps(steps: list[StepInfo]) -> OpMetricsDb:

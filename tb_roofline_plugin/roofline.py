@@ -279,9 +279,8 @@ def step_segments(steps: list[StepInfo]) -> Segments:
     segment = position[table.segment]
     chosen = np.flatnonzero(segment >= 0)
     every = len(chosen) == len(segment) and bool(np.all(np.diff(segment) >= 0))
-    rows = {
-        k: getattr(table.rows, k) if every else getattr(table.rows, k)[chosen] for k in ROW_KEYS
-    }
+    columns = {**table.values, "category": table.static["category"][table.op]}
+    rows = {k: columns[k] if every else columns[k][chosen] for k in ROW_KEYS}
     segment = segment if every else segment[chosen]
     if not np.all(np.diff(segment) >= 0):  # steps not in table order: sort rows by segment
         order = np.argsort(segment, kind="stable")

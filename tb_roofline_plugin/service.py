@@ -21,7 +21,7 @@ from .convert import convert_file
 from .datatable import csv_file_name, csv_text, datatable_text
 from .errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from .export import json_text, selection_model
-from .op_stats import OpStats, combine_hosts, step_storage
+from .op_stats import OpStats, combine_hosts, step_nbytes
 from .perf_env import PerfEnv
 from .protos import roofline_model_pb2 as rm
 from .roofline import RooflineModel, roofline_model
@@ -93,10 +93,9 @@ class Result:
         return self._rendered[key]
 
     def size_bytes(self) -> int:
-        arrays = [self.stats.all_db, *step_storage(self.stats.steps)]
-        numeric = sum(
-            v.nbytes for db in arrays for v in db.__dict__.values() if isinstance(v, np.ndarray)
-        )
+        all_db = self.stats.all_db
+        numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
+        numeric += step_nbytes(self.stats.steps)
         return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
 
 

@@ -22,7 +22,7 @@ from .op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from .perf_env import PerfEnv, RunEnvironment
 from .step_ops import StepOps
 
-FORMAT = "tb-roofline-stats/2"
+FORMAT = "tb-roofline-stats/3"
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
@@ -64,7 +64,10 @@ def dumps(stats: OpStats) -> bytes:
         arrays.update(_db_arrays("unattributed", stats.unattributed))
     table, index = shared_table(stats.steps)
     if table is not None:
-        arrays.update(_db_arrays("table", table.rows))
+        arrays.update({f"table.values.{k}": np.asarray(v) for k, v in table.values.items()})
+        for key, value in table.static.items():
+            value = np.asarray([str(v) for v in value], str) if value.dtype == object else value
+            arrays[f"table.static.{key}"] = value
         arrays.update({"table.offsets": table.offsets, "table.op": table.op})
         arrays.update({"table.total": table.total_time_ps, "table.index": index})
     else:
@@ -94,8 +97,19 @@ def loads(data: bytes) -> OpStats:
         if meta.get("format") != FORMAT:
             raise ValueError(f"unknown stats format {meta.get('format')!r}")
         if "table.offsets" in npz:
+            static = {
+                name[len("table.static.") :]: npz[name] for name in npz.files
+                if name.startswith("table.static.")
+            }  # fmt: skip
             table = StepOps(
-                rows=_db_from("table", npz),
+                values={
+                    name[len("table.values.") :]: npz[name]
+                    for name in npz.files
+                    if name.startswith("table.values.")
+                },
+                static={
+                    k: v.astype(object) if v.dtype.kind == "U" else v for k, v in static.items()
+                },
                 offsets=npz["table.offsets"],
                 op=npz["table.op"],
                 total_time_ps=npz["table.total"],

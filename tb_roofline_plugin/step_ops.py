@@ -9,7 +9,7 @@ made only when somebody asks for that step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -79,13 +79,22 @@ def part_cells(groups: list, ops: list, n_ops: int, n_groups: int) -> Cells:
     return Cells(cell_group, cell_op, [rank[key] for key in keys], offsets)
 
 
+# What each (step, op) row holds; the rest describes the op and is kept once per op.
+ROW_COLUMNS = (*SUMMED_COLUMNS, "has_breakdown")
+
+
 @dataclass
 class StepOps:
-    """Rows of all steps (IDLE not included), grouped by step; ``rows.total_time_ps`` unused."""
+    """Rows of all steps (IDLE not included), grouped by step.
 
-    rows: OpMetricsDb
+    A row holds what adds up over steps (``values``); what describes its op (name,
+    program, category, source, dtype) is in ``static``, one entry per op.
+    """
+
+    values: dict[str, np.ndarray]  # ROW_COLUMNS, one entry per row
+    static: dict[str, np.ndarray]  # the other OpMetricsDb columns, one entry per op
     offsets: np.ndarray  # (steps + 1) int64
-    op: np.ndarray  # int64 per row: the op's index, equal across steps for the same op
+    op: np.ndarray  # int64 per row: the op's index in ``static``
     total_time_ps: np.ndarray  # int64 per step: device time of the step
 
     def __len__(self) -> int:
@@ -96,16 +105,33 @@ class StepOps:
         """The step of every row."""
         return np.repeat(np.arange(len(self)), np.diff(self.offsets))
 
+    def row_db(self, rows: np.ndarray | slice) -> OpMetricsDb:
+        """The given rows as an OpMetricsDb (descriptive columns looked up by op)."""
+        op = self.op[rows]
+        cols = {k: v[op] for k, v in self.static.items()}
+        cols.update({k: v[rows] for k, v in self.values.items()})
+        return OpMetricsDb(**cols)
+
+    @property
+    def rows(self) -> OpMetricsDb:
+        """Every row as one OpMetricsDb (for tests and tools; costs memory per row)."""
+        return self.row_db(slice(None))
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [*self.values.values(), *self.static.values(), self.op, self.offsets]
+        return sum(a.nbytes for a in arrays)
+
     def db(self, step: int) -> OpMetricsDb:
         """One step's db, IDLE included, as a per-step OpMetricsDb would be."""
-        part = self.rows.take(slice(int(self.offsets[step]), int(self.offsets[step + 1])))
+        part = self.row_db(slice(int(self.offsets[step]), int(self.offsets[step + 1])))
         return with_idle(replace(part, total_time_ps=int(self.total_time_ps[step])))
 
     def idle_ps(self) -> np.ndarray:
         """IDLE time per step: device time minus the self time of its ops (never negative)."""
-        ran = self.rows.occurrences > 0
+        ran = self.values["occurrences"] > 0
         busy = np.zeros(len(self), np.int64)
-        np.add.at(busy, self.segment[ran], self.rows.self_time_ps[ran])
+        np.add.at(busy, self.segment[ran], self.values["self_time_ps"][ran])
         return np.maximum(self.total_time_ps - busy, 0)
 
     def keep_rows(self, mask: np.ndarray) -> StepOps:
@@ -113,7 +139,7 @@ class StepOps:
         kept = np.concatenate([[0], np.cumsum(mask)])
         return replace(
             self,
-            rows=self.rows.take(np.flatnonzero(mask)),
+            values={k: v[mask] for k, v in self.values.items()},
             offsets=kept[self.offsets],
             op=self.op[mask],
         )
@@ -145,21 +171,18 @@ class StepOps:
         target = np.empty(len(ops), np.int64)
         target[order] = np.arange(len(ops)) + (np.arange(len(ops)) >= idle_at)
         out = {}
-        for f in fields(OpMetricsDb):
-            name = f.name
-            if name in ("total_time_ps", "extra"):
-                continue
-            column = getattr(self.rows, name)
+        for name, column in self.values.items():
             shape = (len(ops) + 1, *column.shape[1:])
-            if name in SUMMED_COLUMNS:
-                values = np.zeros(shape, column.dtype)
-                np.add.at(values, target[slot.ravel()], column[rows])
-            elif name == "has_breakdown":
+            if name == "has_breakdown":
                 values = np.zeros(shape, bool)
                 np.logical_or.at(values, target[slot.ravel()], column[rows])
             else:
-                values = empty_columns(1)[name].repeat(len(ops) + 1, axis=0)
-                values[target] = column[rows[first]]
+                values = np.zeros(shape, column.dtype)
+                np.add.at(values, target[slot.ravel()], column[rows])
+            out[name] = values
+        for name, column in self.static.items():
+            values = empty_columns(1)[name].repeat(len(ops) + 1, axis=0)
+            values[target] = column[ops]
             out[name] = values
         idle = int(self.idle_ps()[steps].sum())
         out["name"][idle_at] = out["category"][idle_at] = IDLE_NAME
@@ -168,12 +191,22 @@ class StepOps:
         return OpMetricsDb(**out, total_time_ps=int(self.total_time_ps[steps].sum()))
 
 
+def _per_row(per_op: np.ndarray, op: np.ndarray) -> np.ndarray:
+    """``per_op[op]``; a read-only zero view when the column is all zero (nothing to hold)."""
+    if not per_op.any():
+        return np.broadcast_to(np.zeros(1, per_op.dtype)[0], (len(op), *per_op.shape[1:]))
+    return per_op[op]
+
+
 def step_ops(static: dict[str, np.ndarray], binned: Cells, columns: dict, totals) -> StepOps:
-    """A StepOps from the ops' static columns and the per-cell ``columns`` of the readers."""
-    cols = {k: v[binned.op] for k, v in static.items() if k not in columns}
-    cols.update(columns)
+    """A StepOps from the ops' static columns and the per-cell ``columns`` of the readers
+    (row columns they leave out take their op's static value)."""
+    values = {
+        k: columns[k] if k in columns else _per_row(static[k], binned.op) for k in ROW_COLUMNS
+    }
     return StepOps(
-        rows=OpMetricsDb(**cols),
+        values=values,
+        static={k: v for k, v in static.items() if k not in ROW_COLUMNS},
         offsets=binned.offsets,
         op=binned.op,
         total_time_ps=np.asarray(totals, np.int64),
