@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .event_table import StringCodes, first_seen_codes, line_table, may_have_stats
+from .event_table import StringCodes, first_seen_codes, line_tables, may_have_stats
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps, step_roots
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
@@ -48,7 +48,8 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # threads without XLA ops or step roots
-        table = line_table(line)
+        # The whole line at once (ops nest), with only the stats read here.
+        (table,) = line_tables(line, [ids.get(name) for name in _OP_STATS], chunk_events=-1)
         roots.extend(step_roots(table, ids))
         local, values = table.string_codes(ids.get("hlo_op"), stat_name)
         named = np.array([bool(v) for v in values] + [False], bool)[local]
