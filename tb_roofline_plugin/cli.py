@@ -19,7 +19,7 @@ _PEAKS_HELP = (
 
 def _export(args: argparse.Namespace) -> int:
     from .analysis import analyze_files
-    from .export import render
+    from .export import render_pieces
     from .sources import profile_files
 
     if args.dask or args.cache_dir:
@@ -30,8 +30,8 @@ def _export(args: argparse.Namespace) -> int:
     step = parse_step(args.step)
     if step != "total" and args.format != "json":
         raise RooflineError("--step selects records of the json format; use --format json")
-    text = render(analyze_files(files, _peaks(args)), args.format, files, step)
-    _write(text, args.output)
+    pieces = render_pieces(analyze_files(files, _peaks(args)), args.format, files, step)
+    _write(pieces, args.output)
     return 0
 
 
@@ -187,14 +187,19 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
 
 
-def _write(text: str, output: str | None) -> None:
+def _write(text: str | list[str], output: str | None) -> None:
+    """Writes a text, or its pieces one after the other, to ``output`` (or stdout)."""
+    pieces = [text] if isinstance(text, str) else text
+    ends_with_newline = any(pieces) and next(p for p in reversed(pieces) if p).endswith("\n")
     if output is None or output == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.writelines(pieces)
+        if not ends_with_newline:
+            sys.stdout.write("\n")
         sys.stdout.flush()
         return
     try:
         with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+            f.writelines(pieces)
     except OSError as exc:
         raise RooflineError(f"{output}: cannot write ({exc.strerror or exc})") from None
 

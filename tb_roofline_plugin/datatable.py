@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from .json_text import bool_texts, dumps_with, float_columns_text, string_texts
+from .json_text import bool_texts, dumps_pieces, float_columns_text, string_texts
 from .protos import roofline_model_pb2 as rm
 from .roofline import RecordSet, RooflineModel, as_model, ridge_point
 
@@ -311,21 +311,29 @@ def to_datatable(database: RooflineModel | rm.RooflineModelDatabase) -> list[dic
     return [table, diagnostics]
 
 
-def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
-    """``json.dumps(to_datatable(database))``, written column by column."""
+def datatable_pieces(database: RooflineModel | rm.RooflineModelDatabase) -> list[str]:
+    """``json.dumps(to_datatable(database))`` in pieces, written column by column.
+
+    Cells become text a piece of records at a time, and the pieces are never joined here:
+    a profile with a million step records writes its text without holding it twice.
+    """
     model = as_model(database)
     cols, table, diagnostics = _tables(model)
     template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
-    pieces = []  # rows in pieces: a cell's text lives only while its piece is written
+    rows = ["["]
     for start in range(0, len(model.records), ROWS_PER_PIECE):
         part = model.records.take(slice(start, start + ROWS_PER_PIECE))
         texts = _columns_text(part, cols, "json")
-        pieces.append(", ".join([template % row for row in zip(*texts)]))
+        rows += [", " if start else "", ", ".join([template % row for row in zip(*texts)])]
         del texts
-    rows = "[" + ", ".join(pieces) + "]" if pieces else "[]"
-    del pieces
-    text = dumps_with([table, diagnostics], {(0, "rows"): rows}, None)
-    return text if text is not None else json.dumps(to_datatable(model))
+    rows.append("]")
+    pieces = dumps_pieces([table, diagnostics], {(0, "rows"): rows}, None)
+    return pieces if pieces is not None else [json.dumps(to_datatable(model))]
+
+
+def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
+    """``json.dumps(to_datatable(database))``, written column by column."""
+    return "".join(datatable_pieces(database))
 
 
 def csv_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:

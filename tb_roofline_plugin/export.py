@@ -8,7 +8,7 @@ import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from . import __version__
-from .datatable import csv_text, datatable_text
+from .datatable import csv_text, datatable_pieces
 from .json_text import (
     bool_texts,
     dumps_with,
@@ -460,14 +460,22 @@ def selection_database(stats: OpStats, selection: Selection) -> rm.RooflineModel
     return selection_model(stats, selection).database()
 
 
-def render(stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL) -> str:
-    """The text of ``stats`` in one of FORMATS; ``step`` selects json records."""
+def render_pieces(
+    stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL
+) -> list[str]:
+    """The text of ``stats`` in one of FORMATS, in pieces to be written one after the other
+    (a big datatable is never joined in memory); ``step`` selects json records."""
     selection = select(stats, step)
     model = selection_model(stats, selection)
     if fmt == "datatable":
-        return datatable_text(model)
+        return datatable_pieces(model)
     if fmt == "json":
-        return json_text(model, stats, sources, selection, indent=1)
+        return [json_text(model, stats, sources, selection, indent=1)]
     if fmt == "csv":
-        return csv_text(model)
+        return [csv_text(model)]
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def render(stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL) -> str:
+    """The text of ``stats`` in one of FORMATS; ``step`` selects json records."""
+    return "".join(render_pieces(stats, fmt, sources, step))

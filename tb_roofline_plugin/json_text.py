@@ -96,12 +96,13 @@ def value_text(value, indent: int | None, level: int) -> str:
     return text.replace("\n", _pad(indent, level)) if indent is not None else text
 
 
-def dumps_with(document, parts: dict[tuple, str], indent: int | None) -> str | None:
-    """``json.dumps(document)`` with the value at each path of ``parts`` (keys or indices)
-    replaced by its text (that value's JSON at its nesting level); None if a placeholder
-    is not unique in the text.
+def dumps_pieces(document, parts: dict[tuple, str | list[str]], indent: int | None):
+    """The pieces of ``json.dumps(document)`` with the value at each path of ``parts`` (keys
+    or indices) replaced by its text (that value's JSON at its nesting level, one str or
+    pieces of it); None if a placeholder is not unique in the text.
 
-    The big parts are written column-wise, the small rest by ``json.dumps``.
+    The big parts are written column-wise, the small rest by ``json.dumps``; kept as pieces,
+    a big text is never copied whole to be put together.
     """
     tokens = {}
     originals = []
@@ -123,7 +124,14 @@ def dumps_with(document, parts: dict[tuple, str], indent: int | None) -> str | N
         return None
     pieces, start = [], 0
     for place, token in places:
-        pieces += [skeleton[start:place], tokens[token]]
+        text = tokens[token]
+        pieces += [skeleton[start:place], *([text] if isinstance(text, str) else text)]
         start = place + len(token)
     pieces.append(skeleton[start:])
-    return "".join(pieces)
+    return pieces
+
+
+def dumps_with(document, parts: dict[tuple, str | list[str]], indent: int | None) -> str | None:
+    """``json.dumps(document)`` with the text of ``parts`` at their paths (``dumps_pieces``)."""
+    pieces = dumps_pieces(document, parts, indent)
+    return None if pieces is None else "".join(pieces)
