@@ -44,39 +44,30 @@ class Cells:
 
 def cells(group: np.ndarray, op: np.ndarray, ops: int, groups: int) -> Cells:
     """Bins events (their ``group`` and ``op``, both already filtered to >= 0) into cells."""
-    group = np.asarray(group, np.int64)
-    op = np.asarray(op, np.int64)
-    key = group * max(ops, 1) + op
-    if groups * max(ops, 1) <= DENSE_CELLS:
-        # A mark per possible cell and a running count: linear time, no sort.
-        present = np.zeros(groups * max(ops, 1), bool)
-        present[key] = True
-        keys = np.flatnonzero(present)
-        inverse = np.cumsum(present, dtype=np.int32)[key] - 1
-    else:
-        keys, inverse = np.unique(key, return_inverse=True)
-    cell_group, cell_op = np.divmod(keys, max(ops, 1))
-    offsets = np.searchsorted(cell_group, np.arange(groups + 1)).astype(np.int64)
-    return Cells(cell_group, cell_op, inverse.ravel(), offsets)
+    binned = part_cells([group], [op], ops, groups)
+    binned.inverse = binned.inverse[0]
+    return binned
 
 
 def part_cells(groups: list, ops: list, n_ops: int, n_groups: int) -> Cells:
-    """``cells`` of events given in parts (e.g. one per core), without concatenating them."""
+    """``cells`` of events given in parts (e.g. one per core), without concatenating them;
+    ``inverse`` is then one array per part."""
     width = max(n_ops, 1)
     keys = [np.asarray(g, np.int64) * width + np.asarray(o, np.int64) for g, o in zip(groups, ops)]
-    if n_groups * width > DENSE_CELLS:
-        whole = cells(np.concatenate(groups), np.concatenate(ops), n_ops, n_groups)
-        bounds = np.cumsum([len(k) for k in keys])[:-1]
-        whole.inverse = np.split(whole.inverse, bounds)
-        return whole
-    present = np.zeros(n_groups * width, bool)
-    for key in keys:
-        present[key] = True
-    found = np.flatnonzero(present)
-    rank = np.cumsum(present, dtype=np.int32) - 1
+    if n_groups * width <= DENSE_CELLS:
+        # A mark per possible cell and a running count: linear time, no sort.
+        present = np.zeros(n_groups * width, bool)
+        for key in keys:
+            present[key] = True
+        found = np.flatnonzero(present)
+        rank = np.cumsum(present, dtype=np.int32) - 1
+        inverse = [rank[key] for key in keys]
+    else:
+        found, whole = np.unique(np.concatenate(keys), return_inverse=True)
+        inverse = np.split(whole.ravel(), np.cumsum([len(key) for key in keys])[:-1])
     cell_group, cell_op = np.divmod(found, width)
     offsets = np.searchsorted(cell_group, np.arange(n_groups + 1)).astype(np.int64)
-    return Cells(cell_group, cell_op, [rank[key] for key in keys], offsets)
+    return Cells(cell_group, cell_op, inverse, offsets)
 
 
 # What each (step, op) row holds; the rest describes the op and is kept once per op.
