@@ -247,23 +247,31 @@ def _category_mask(categories: np.ndarray, test) -> np.ndarray:
 class Segments:
     """Rows of several dbs (steps) stacked without merging, for per-db sums."""
 
-    rows: dict[str, np.ndarray]  # the columns of ROW_KEYS
+    rows: dict[str, np.ndarray]  # the columns of ROW_KEYS but category
     segment: np.ndarray  # int64: the db of each row
     totals: np.ndarray  # int64 per db: its device time
+    kind: np.ndarray  # int64 per row: its index in ``categories``
+    categories: np.ndarray  # object: the categories rows point to (one per op of a table)
 
     def __len__(self) -> int:
         return len(self.totals)
 
+    def category_mask(self, test) -> np.ndarray:
+        """``test(category)`` of every row, tested once per entry of ``categories``."""
+        return _category_mask(self.categories, test)[self.kind]
 
-ROW_KEYS = ("category", "time_ps", "flops", "bytes_accessed", "model_flops", "breakdown")
-ROW_KEYS += ("has_breakdown",)
+
+ROW_VALUES = ("time_ps", "flops", "bytes_accessed", "model_flops", "breakdown", "has_breakdown")
+ROW_KEYS = ("category", *ROW_VALUES)
 
 
 def db_segments(dbs: list[OpMetricsDb]) -> Segments:
     """The rows of ``dbs``, one segment per db."""
     segment = np.repeat(np.arange(len(dbs)), [len(db) for db in dbs])
     totals = np.array([db.total_time_ps for db in dbs], np.int64)
-    return Segments(combine_rows(dbs), segment, totals)
+    rows = combine_rows(dbs)
+    categories = rows.pop("category")
+    return Segments(rows, segment, totals, np.arange(len(categories)), categories)
 
 
 def step_segments(steps: list[StepInfo]) -> Segments:
@@ -279,22 +287,26 @@ def step_segments(steps: list[StepInfo]) -> Segments:
     segment = position[table.segment]
     chosen = np.flatnonzero(segment >= 0)
     every = len(chosen) == len(segment) and bool(np.all(np.diff(segment) >= 0))
-    columns = {**table.values, "category": table.static["category"][table.op]}
-    rows = {k: columns[k] if every else columns[k][chosen] for k in ROW_KEYS}
+    columns = {**table.values, "kind": table.op}
+    rows = {k: columns[k] if every else columns[k][chosen] for k in (*ROW_VALUES, "kind")}
     segment = segment if every else segment[chosen]
     if not np.all(np.diff(segment) >= 0):  # steps not in table order: sort rows by segment
         order = np.argsort(segment, kind="stable")
         rows = {k: v[order] for k, v in rows.items()}
         segment = segment[order]
-    return Segments(rows, segment, table.total_time_ps[index])
+    kind = rows.pop("kind")
+    return Segments(rows, segment, table.total_time_ps[index], kind, table.static["category"])
 
 
 def concat_segments(parts: list[Segments]) -> Segments:
     base = np.cumsum([0] + [len(p) for p in parts])
+    kinds = np.cumsum([0] + [len(p.categories) for p in parts])
     return Segments(
-        {k: np.concatenate([p.rows[k] for p in parts]) for k in ROW_KEYS},
+        {k: np.concatenate([p.rows[k] for p in parts]) for k in ROW_VALUES},
         np.concatenate([p.segment + b for p, b in zip(parts, base)]),
         np.concatenate([p.totals for p in parts]),
+        np.concatenate([p.kind + k for p, k in zip(parts, kinds)]),
+        np.concatenate([p.categories for p in parts]),
     )
 
 
@@ -312,8 +324,8 @@ def program_db(dbs: list[OpMetricsDb] | Segments, include_infeed_outfeed: bool) 
     cols["category"][:] = "Program"
     cols["occurrences"][:] = 1
     segment, rows, totals = parts.segment, parts.rows, parts.totals
-    skip = _category_mask(rows["category"], lambda c: c in INNER_OP_CATEGORIES)
-    io = _category_mask(rows["category"], is_infeed_or_outfeed)
+    skip = parts.category_mask(lambda c: c in INNER_OP_CATEGORIES)
+    io = parts.category_mask(is_infeed_or_outfeed)
     if include_infeed_outfeed:
         io_time = np.zeros(n, np.int64)
     else:
