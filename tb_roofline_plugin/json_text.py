@@ -63,15 +63,20 @@ def _pad(indent: int | None, level: int) -> str:
     return "\n" + " " * (indent * level) if indent is not None else ""
 
 
+def _bracketed(opening: str, items: list[str], closing: str, indent: int | None, level: int):
+    """Items between brackets, laid out as ``json.dumps`` lays out a container at ``level``."""
+    if not items:
+        return opening + closing
+    if indent is None:
+        return opening + ", ".join(items) + closing
+    inner = _pad(indent, level + 1)
+    return opening + inner + ("," + inner).join(items) + _pad(indent, level) + closing
+
+
 def object_template(keys: list[str], indent: int | None, level: int) -> str:
     """A ``%`` template of one dict with ``keys`` at nesting ``level``, values as ``%s``."""
     items = [encode_basestring_ascii(k).replace("%", "%%") + ": %s" for k in keys]
-    if not items:
-        return "{}"
-    if indent is None:
-        return "{" + ", ".join(items) + "}"
-    inner = _pad(indent, level + 1)
-    return "{" + inner + ("," + inner).join(items) + _pad(indent, level) + "}"
+    return _bracketed("{", items, "}", indent, level)
 
 
 def objects_text(keys: list[str], columns: list[list[str]], indent: int | None, level: int):
@@ -82,12 +87,7 @@ def objects_text(keys: list[str], columns: list[list[str]], indent: int | None, 
 
 def list_text(items: list[str], indent: int | None, level: int) -> str:
     """A JSON list of items already written as JSON text at ``level + 1``."""
-    if not items:
-        return "[]"
-    if indent is None:
-        return "[" + ", ".join(items) + "]"
-    inner = _pad(indent, level + 1)
-    return "[" + inner + ("," + inner).join(items) + _pad(indent, level) + "]"
+    return _bracketed("[", items, "]", indent, level)
 
 
 def value_text(value, indent: int | None, level: int) -> str:

@@ -581,29 +581,6 @@ def _record_set(
     return RecordSet(columns)
 
 
-def _program_record_columns(
-    prog: OpMetricsDb,
-    peaks: DatabasePeaks,
-    core_count: int,
-    include: bool,
-    record_types: list[int],
-    step_nums: list[int],
-    steps_divisors: list[int],
-) -> RecordSet:
-    """The Program records of ``prog`` (one row per db); AVERAGE_STEP divides its times."""
-    metrics = record_metrics(prog, prog.time_ps, peaks, core_count)
-    divisor = np.asarray(steps_divisors, np.float64)
-    for key in ("total_time_in_us", "total_self_time_in_us"):
-        metrics[key] = metrics[key] / divisor
-    metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
-    metrics["total_self_time_as_fraction"] = np.zeros(len(prog))
-    metrics["cumulative_total_self_time_as_fraction"] = np.zeros(len(prog))
-    rank = np.zeros(len(prog), np.int64)
-    return _record_set(
-        prog, metrics, np.asarray(record_types), include, np.asarray(step_nums), rank
-    )
-
-
 def program_records(
     dbs: list[OpMetricsDb] | Segments,
     peaks: DatabasePeaks,
@@ -615,8 +592,16 @@ def program_records(
 ) -> RecordSet:
     """The Program record of each db; AVERAGE_STEP divides its times by its ``steps_divisor``."""
     prog = program_db(dbs, include)
-    return _program_record_columns(
-        prog, peaks, core_count, include, record_types, step_nums, steps_divisors
+    metrics = record_metrics(prog, prog.time_ps, peaks, core_count)
+    divisor = np.asarray(steps_divisors, np.float64)
+    for key in ("total_time_in_us", "total_self_time_in_us"):
+        metrics[key] = metrics[key] / divisor
+    metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
+    metrics["total_self_time_as_fraction"] = np.zeros(len(prog))
+    metrics["cumulative_total_self_time_as_fraction"] = np.zeros(len(prog))
+    rank = np.zeros(len(prog), np.int64)
+    return _record_set(
+        prog, metrics, np.asarray(record_types), include, np.asarray(step_nums), rank
     )
 
 
