@@ -1,16 +1,16 @@
 """The events of one line as numpy columns, decoded without a Python object per event.
 
-Lines of planes read through ``XPlaneLite`` (see ``proto/xplane_lite.proto``) hold each
-event as raw bytes. When every stat of a line is varint-valued (ids, int64/uint64,
-refs), an event is nothing but varints: tags, values and the lengths of its stats, so
-all of a line's events are decoded at once with array operations. Lines with double or
-string stats (and planes decoded as full ``XPlane`` messages) take the per-event path,
-which gives the same table.
+With the compiled decoder (``_wire.c``, built by setup.py where a compiler is available)
+a line is decoded in one C pass straight from its bytes in the file (a ``LineView`` of
+profile_reader), whatever its stats; readers may ask for only some stats and for long
+lines in pieces (``line_tables``); strings are built only when read.
 
-When the compiled decoder (``_wire.c``, built by setup.py where a compiler is available)
-is importable, it decodes every line of raw events in one C pass, whatever its stats;
-strings are then built only when read. ``TB_ROOFLINE_PURE=1`` forces the numpy/protobuf
-path (tests compare the two).
+Without it (or with ``TB_ROOFLINE_PURE=1``; tests compare the two), the line's events are
+taken as raw bytes (``XLineLite`` in ``proto/xplane_lite.proto``). When every stat of a
+line is varint-valued (ids, int64/uint64, refs), an event is nothing but varints: tags,
+values and the lengths of its stats, so all of a line's events are decoded at once with
+array operations. Lines with double or string stats (and full ``XLine`` messages) take the
+per-event path, which gives the same table.
 """
 
 from __future__ import annotations
