@@ -304,20 +304,9 @@ def _compiled_line_table(
 ) -> tuple[EventTable, int]:
     """The table from one C pass over a serialized XLine (no bytes object per event), from
     byte ``start`` for at most ``limit`` events; and the byte offset to go on from."""
-    try:
-        decoded = _wire.decode_line(raw, start, limit, wanted)
-    except _wire.WireError as exc:
-        raise DecodeError(f"{_EVENT_PARSE_ERROR}: {exc}") from None
-    columns = [np.frombuffer(decoded[i], np.int64) for i in range(4)]
-    stat_event, stat_id, stat_int, stat_float, obj_event, obj_start, obj_length = (
-        np.frombuffer(decoded[i], np.float64 if i == 8 else np.int64)
-        for i in (4, 5, 7, 8, 9, 10, 11)
-    )
-    stat_kind = np.frombuffer(decoded[6], np.int8)
-    is_str = stat_kind[stat_kind >= STR] == STR
-    objects = _WireObjects(None, obj_event, obj_start, obj_length, is_str, buffer=raw)
-    table = _table(*columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns)
-    table.stat_float = stat_float
+    decoded = _wire_call(_wire.decode_line, raw, start, limit, wanted)
+    columns = [np.frombuffer(column, np.int64) for column in decoded[:4]]
+    table = _wire_table(columns, decoded[4:12], timestamp_ns, buffer=raw)
     return table, decoded[12]
 
 
@@ -349,19 +338,32 @@ def _compiled_table(events, timestamp_ns: int) -> EventTable:
     A malformed event raises DecodeError, as decoding it with ``XEvent.FromString`` does.
     """
     events = events if isinstance(events, list) else list(events)
+    decoded = _wire_call(_wire.decode_events, events)
+    columns = np.frombuffer(decoded[0], np.int64).reshape(4, len(events))
+    return _wire_table(columns, decoded[1:9], timestamp_ns, events=events)
+
+
+def _wire_call(decode, *args) -> tuple:
+    """A call of the compiled decoder; malformed input is a DecodeError, as in protobuf."""
     try:
-        decoded = _wire.decode_events(events)
+        return decode(*args)
     except _wire.WireError as exc:
         raise DecodeError(f"{_EVENT_PARSE_ERROR}: {exc}") from None
-    columns = np.frombuffer(decoded[0], np.int64).reshape(4, len(events))
+
+
+def _wire_table(event_columns, stats: tuple, timestamp_ns: int, events=None, buffer=None):
+    """An EventTable from the compiled decoder's output: the four event columns (arrays),
+    then its stat and string columns (the strings in ``events``, or in the line's
+    ``buffer``)."""
     stat_event, stat_id, stat_int, stat_float, obj_event, obj_start, obj_length = (
-        np.frombuffer(decoded[i], np.float64 if i == 5 else np.int64) for i in (1, 2, 4, 5, 6, 7, 8)
+        np.frombuffer(stats[i], np.float64 if i == 4 else np.int64) for i in (0, 1, 3, 4, 5, 6, 7)
     )
-    stat_kind = np.frombuffer(decoded[3], np.int8)
-    objects = _WireObjects(
-        events, obj_event, obj_start, obj_length, stat_kind[stat_kind >= STR] == STR
+    stat_kind = np.frombuffer(stats[2], np.int8)
+    is_str = stat_kind[stat_kind >= STR] == STR
+    objects = _WireObjects(events, obj_event, obj_start, obj_length, is_str, buffer=buffer)
+    table = _table(
+        *event_columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns
     )
-    table = _table(*columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns)
     table.stat_float = stat_float
     return table
 
