@@ -344,14 +344,15 @@ def gpu_steps(
     table: OpTable,
     markers: HostMarkers,
     planes: int,
-    executions: np.ndarray | None = None,
+    execution_start: np.ndarray | None = None,
 ) -> tuple[list[StepInfo], tuple[int, int]]:
     """Steps from host step roots: a kernel belongs to the step its launch is in.
 
     A step's time on a GPU runs from the earlier of the step's start and its first kernel
     to the later of the step's end and its last kernel, summed over the GPUs that ran
     kernels in it; a step with a launch whose kernel never ran (the profile stopped) is
-    incomplete. Returns the steps and the (count, ps) of kernels no step claims.
+    incomplete. ``execution_start``: ``execution_starts`` of the kernels, when known.
+    Returns the steps and the (count, ps) of kernels no step claims.
     """
     starts = np.array([b for _, b, _ in markers.steps], np.int64)
     ends = np.array([e for _, _, e in markers.steps], np.int64)
@@ -377,7 +378,7 @@ def gpu_steps(
     last = np.maximum(last, np.repeat(ends, planes))
     totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
     del cell, first, last, used
-    ops = aggregate(kernels, op, table, step, totals, executions)
+    ops = aggregate(kernels, op, table, step, totals, execution_start)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete.
     ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
     launch_step = np.searchsorted(starts, times, side="right") - 1
