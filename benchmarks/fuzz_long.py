@@ -66,18 +66,7 @@ class Runner:
     def _http_target(self):
         if self._http is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="fuzz_http_")
-            logdir = Path(self._tmp.name)
-            for name, data in self.fs.demo_profiles():
-                run = logdir / "r" / "plugins" / "profile" / name.split(".")[0]
-                run.mkdir(parents=True)
-                (run / "h0.xplane.pb").write_bytes(data)
-                (run / "h1.xplane.pb").write_bytes(data)
-            broken = logdir / "plugins" / "profile" / "broken"
-            broken.mkdir(parents=True)
-            (broken / "x.xplane.pb").write_bytes(b"\x0a\x05abc")
-            target = self.fs.HttpTarget(logdir)
-            runs = target.client.get(f"{self.fs.BASE}/runs").get_json()
-            self._http = (target, runs)
+            self._http = self.fs.http_target(Path(self._tmp.name))
         return self._http
 
     def one(self, target: str) -> None:

@@ -1624,12 +1624,13 @@ def _repeats_for_size(build, target_bytes: int, origin_ps: int) -> int:
     return max(1, round(small + (target_bytes - size_small) / per_repeat))
 
 
-def _gpu_repeats_for(spec: GpuSpec) -> int:
-    """Steps (or runs) that make the serialized profile about spec.target_bytes."""
+def _steps_or_runs(spec, build, inference_runs: int, origin_ps: int) -> int:
+    """Steps (or runs) of a GPU or CPU ``spec`` that make the serialized profile about
+    ``spec.target_bytes`` (``build(spec, n, origin)`` makes one of ``n``)."""
     if spec.target_bytes <= 0:
-        return spec.steps if spec.steps > 0 else _GPU_INFERENCE_RUNS
+        return spec.steps if spec.steps > 0 else inference_runs
     return _repeats_for_size(
-        lambda n, *origin: _gpu_build(spec, n, *origin), spec.target_bytes, _GPU_ORIGIN_PS
+        lambda n, *origin: build(spec, n, *origin), spec.target_bytes, origin_ps
     )
 
 
@@ -1640,7 +1641,9 @@ def gpu_xspace(spec: GpuSpec = GpuSpec()) -> xplane_pb2.XSpace:
     serialized size is about that many bytes; `spec.steps` then only chooses between step
     roots (> 0) and none (0).
     """
-    return _gpu_build(spec, _gpu_repeats_for(spec))[0]
+    return _gpu_build(spec, _steps_or_runs(spec, _gpu_build, _GPU_INFERENCE_RUNS, _GPU_ORIGIN_PS))[
+        0
+    ]
 
 
 # --- CPU profiles ---------------------------------------------------------------------------
@@ -2065,15 +2068,6 @@ def _cpu_build(
     return space, timeline.end_ps
 
 
-def _cpu_repeats_for(spec: CpuSpec) -> int:
-    """Steps (or runs) that make the serialized profile about spec.target_bytes."""
-    if spec.target_bytes <= 0:
-        return spec.steps if spec.steps > 0 else _CPU_INFERENCE_RUNS
-    return _repeats_for_size(
-        lambda n, *origin: _cpu_build(spec, n, *origin), spec.target_bytes, _CPU_ORIGIN_PS
-    )
-
-
 def cpu_xspace(spec: CpuSpec = CpuSpec()) -> xplane_pb2.XSpace:
     """A CPU profile as JAX's profiler would write it on XLA:CPU; same spec, same bytes.
 
@@ -2081,7 +2075,9 @@ def cpu_xspace(spec: CpuSpec = CpuSpec()) -> xplane_pb2.XSpace:
     serialized size is about that many bytes; `spec.steps` then only chooses between step
     roots (> 0) and none (0).
     """
-    return _cpu_build(spec, _cpu_repeats_for(spec))[0]
+    return _cpu_build(spec, _steps_or_runs(spec, _cpu_build, _CPU_INFERENCE_RUNS, _CPU_ORIGIN_PS))[
+        0
+    ]
 
 
 def write_profile(path: str | os.PathLike, xspace: xplane_pb2.XSpace) -> Path:

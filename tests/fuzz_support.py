@@ -424,6 +424,21 @@ def shared_profiles() -> list[tuple[str, bytes]]:
     return [(p.relative_to(SHARED_DATA).as_posix(), p.read_bytes()) for p in found]
 
 
+def http_target(logdir: Path) -> tuple[HttpTarget, list]:
+    """A target over ``logdir`` filled with the demo profiles (two hosts per run) and one
+    broken run; and the runs the plugin lists there."""
+    for name, data in demo_profiles():
+        run = logdir / "r" / "plugins" / "profile" / name.split(".")[0]
+        run.mkdir(parents=True)
+        (run / "h0.xplane.pb").write_bytes(data)
+        (run / "h1.xplane.pb").write_bytes(data)
+    broken = logdir / "plugins" / "profile" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "x.xplane.pb").write_bytes(b"\x0a\x05abc")
+    target = HttpTarget(logdir)
+    return target, target.client.get(f"{BASE}/runs").get_json()
+
+
 @functools.lru_cache(maxsize=1)
 def demo_profiles() -> tuple[tuple[str, bytes], ...]:
     """Small generated TPU (v4 with CMEM, v5p megacore, v6e), GPU (NVIDIA, AMD) profiles."""

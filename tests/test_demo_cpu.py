@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from xspace_stats import named_stats
 
 from tb_roofline_plugin.analysis import analyze_file
 from tb_roofline_plugin.demo_data import CpuSpec, cpu_xspace, write_profile
@@ -27,18 +28,6 @@ OP_STATS = {
     "device_ordinal": "int64_value",
     "_src": "ref_value",
 }
-
-
-def _stats(plane: xplane_pb2.XPlane, stats) -> dict:
-    """{name: (value field, value)}; a ref value is the name of the stat it points to."""
-    out = {}
-    for stat in stats:
-        kind = stat.WhichOneof("value")
-        value = getattr(stat, kind)
-        if kind == "ref_value":
-            value = plane.stat_metadata[value].name
-        out[plane.stat_metadata[stat.metadata_id].name] = (kind, value)
-    return out
 
 
 def _plane(space, name):
@@ -59,7 +48,7 @@ def _events(space) -> list[dict]:
                     "name": host.event_metadata[event.metadata_id].name,
                     "begin": begin,
                     "end": begin + event.duration_ps,
-                    "stats": _stats(host, event.stats),
+                    "stats": named_stats(host, event.stats),
                 }
             )
     return out
@@ -110,12 +99,12 @@ def test_planes_and_metadata(default_path, default_space):
         for mapping in (plane.event_metadata, plane.stat_metadata):
             assert all(key == value.id for key, value in mapping.items())
     meta = _plane(default_space, "/host:metadata")
-    plane_stats = _stats(meta, meta.stats)
+    plane_stats = named_stats(meta, meta.stats)
     for name in ("jax_version", "jaxlib_version", "cpu_version"):
         assert plane_stats[name][0] == "str_value" and plane_stats[name][1]
     programs = {}
     for event_meta in meta.event_metadata.values():
-        stats = _stats(meta, event_meta.stats)
+        stats = named_stats(meta, event_meta.stats)
         assert stats["Hlo Proto"][0] == "bytes_value" and len(stats["Hlo Proto"][1]) > 100
         assert stats["program_id"][0] == "uint64_value"
         programs[event_meta.name] = stats["program_id"][1]
@@ -123,7 +112,7 @@ def test_planes_and_metadata(default_path, default_space):
     modules, problems = program_modules(read_profile(default_path))
     assert problems == [] and set(modules) == {TRAIN, EVAL}
     task = _plane(default_space, "Task Environment")
-    env = _stats(task, task.stats)
+    env = named_stats(task, task.stats)
     start, stop = env["profile_start_time"], env["profile_stop_time"]
     assert start[0] == stop[0] == "uint64_value" and 0 < stop[1] - start[1] < 10**9
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from xspace_stats import named_stats
 
 from tb_roofline_plugin.analysis import analyze_file
 from tb_roofline_plugin.demo_data import (
@@ -47,20 +48,8 @@ CAPABILITY_STATS = {
 }
 
 
-def _stats(plane: xplane_pb2.XPlane, stats) -> dict:
-    """{name: (value field, value)}; a ref value is the name of the stat it points to."""
-    out = {}
-    for stat in stats:
-        kind = stat.WhichOneof("value")
-        value = getattr(stat, kind)
-        if kind == "ref_value":
-            value = plane.stat_metadata[value].name
-        out[plane.stat_metadata[stat.metadata_id].name] = (kind, value)
-    return out
-
-
 def _values(plane, stats) -> dict:
-    return {name: value for name, (_, value) in _stats(plane, stats).items()}
+    return {name: value for name, (_, value) in named_stats(plane, stats).items()}
 
 
 def _plane(space, name):
@@ -99,7 +88,7 @@ def _host_events(space) -> tuple[list[tuple], list[dict]]:
     for line in host.lines:
         for event in line.events:
             begin = line.timestamp_ns * 1000 + event.offset_ps
-            stats = _stats(host, event.stats)
+            stats = named_stats(host, event.stats)
             if "_r" in stats:
                 assert host.event_metadata[event.metadata_id].name == "train"
                 assert stats["_r"] == ("int64_value", 1)
@@ -154,7 +143,7 @@ def test_planes_hostnames_and_capability_stats(default_space, amd_path):
         planes = _gpu_planes(space)
         assert [p.name for p in planes] == [f"/device:GPU:{n}" for n in range(len(planes))]
         for plane in planes:
-            stats = _stats(plane, plane.stats)
+            stats = named_stats(plane, plane.stats)
             for name, expected in CAPABILITY_STATS[vendor].items():
                 assert stats[name] == expected, (vendor, name)
             assert stats["memory_size"][0] == "uint64_value" and stats["memory_size"][1] > 2**34
@@ -164,7 +153,7 @@ def test_planes_hostnames_and_capability_stats(default_space, amd_path):
             for mapping in (plane.event_metadata, plane.stat_metadata):
                 assert all(key == value.id for key, value in mapping.items())
     task = _plane(default_space, "Task Environment")
-    env = _stats(task, task.stats)
+    env = named_stats(task, task.stats)
     start, stop = env["profile_start_time"], env["profile_stop_time"]
     assert start[0] == stop[0] == "uint64_value" and 0 < stop[1] - start[1] < 10**9
 
@@ -185,7 +174,7 @@ def test_stream_lines_and_kernel_stats(default_space):
         assert all(end <= next_begin for (_, end), (next_begin, _) in zip(spans, spans[1:]))
         for line in plane.lines:
             for event in line.events:
-                stats = _stats(plane, event.stats)
+                stats = named_stats(plane, event.stats)
                 assert stats["correlation_id"][0] == "uint64_value"
                 assert stats["kernel_details"][0] == "ref_value"
                 assert "grid:" in stats["kernel_details"][1]
@@ -218,7 +207,7 @@ def test_every_kernel_resolves_to_an_entry_instruction(default_path, default_spa
     names = {m.name for m in metadata.event_metadata.values()}
     assert names == {"jit_train_step(12)", "jit_eval_step(13)"}
     for meta in metadata.event_metadata.values():
-        assert _stats(metadata, meta.stats)["program_id"] == ("int64_value", meta.id)
+        assert named_stats(metadata, meta.stats)["program_id"] == ("int64_value", meta.id)
     ops = defaultdict(set)
     for kernel in _kernels(default_space):
         if "hlo_op" not in kernel:

@@ -196,18 +196,7 @@ def test_fuzz_event_decoder(rng_seed, timestamp_ns):
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("fuzz_logdir")
-    for name, data in fs.demo_profiles():
-        run = logdir / "r" / "plugins" / "profile" / name.split(".")[0]
-        run.mkdir(parents=True)
-        (run / "h0.xplane.pb").write_bytes(data)
-        (run / "h1.xplane.pb").write_bytes(data)
-    broken = logdir / "plugins" / "profile" / "broken"
-    broken.mkdir(parents=True)
-    (broken / "x.xplane.pb").write_bytes(b"\x0a\x05abc")
-    target = fs.HttpTarget(logdir)
-    runs = target.client.get(f"{fs.BASE}/runs").get_json()
-    return target, runs
+    return fs.http_target(tmp_path_factory.mktemp("fuzz_logdir"))
 
 
 _TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
