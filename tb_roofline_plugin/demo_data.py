@@ -1641,9 +1641,8 @@ def gpu_xspace(spec: GpuSpec = GpuSpec()) -> xplane_pb2.XSpace:
     serialized size is about that many bytes; `spec.steps` then only chooses between step
     roots (> 0) and none (0).
     """
-    return _gpu_build(spec, _steps_or_runs(spec, _gpu_build, _GPU_INFERENCE_RUNS, _GPU_ORIGIN_PS))[
-        0
-    ]
+    repeats = _steps_or_runs(spec, _gpu_build, _GPU_INFERENCE_RUNS, _GPU_ORIGIN_PS)
+    return _gpu_build(spec, repeats)[0]
 
 
 # --- CPU profiles ---------------------------------------------------------------------------
@@ -2075,9 +2074,8 @@ def cpu_xspace(spec: CpuSpec = CpuSpec()) -> xplane_pb2.XSpace:
     serialized size is about that many bytes; `spec.steps` then only chooses between step
     roots (> 0) and none (0).
     """
-    return _cpu_build(spec, _steps_or_runs(spec, _cpu_build, _CPU_INFERENCE_RUNS, _CPU_ORIGIN_PS))[
-        0
-    ]
+    repeats = _steps_or_runs(spec, _cpu_build, _CPU_INFERENCE_RUNS, _CPU_ORIGIN_PS)
+    return _cpu_build(spec, repeats)[0]
 
 
 def write_profile(path: str | os.PathLike, xspace: xplane_pb2.XSpace) -> Path:
