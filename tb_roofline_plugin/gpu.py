@@ -59,7 +59,7 @@ class Kernels:
         return len(self.begin_ps)
 
 
-def _stat_or_none(table: EventTable, stat_id: int | None) -> np.ndarray | int:
+def _stat_or_count(table: EventTable, stat_id: int | None) -> np.ndarray | int:
     """A numeric stat per event (0 where absent), or the event count when no event has it."""
     if stat_id is None or not (table.stat_id == stat_id).any():
         return len(table)
@@ -94,8 +94,8 @@ def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int
         "program_id": np.where(has_program, program, 0).astype(np.uint64),
         "correlation_id": corr.astype(np.uint64),
         "has_correlation": has_corr,
-        "event_flops": _stat_or_none(table, ids.get("flops")),
-        "event_bytes": _stat_or_none(table, ids.get("bytes_accessed")),
+        "event_flops": _stat_or_count(table, ids.get("flops")),
+        "event_bytes": _stat_or_count(table, ids.get("bytes_accessed")),
     }
     for key, value in columns.items():
         parts.setdefault(key, []).append(value)
