@@ -30,6 +30,12 @@ CPU_COMPUTED = (
     "CPU roofline computed by tb_roofline_plugin from the HLO cost model (XProf shows no "
     "roofline for CPU profiles)."
 )
+NO_XLA_PROGRAMS = (
+    "This profile has host steps but no XLA programs: the framework ran its own kernels "
+    "(e.g. TensorFlow without XLA), which carry no HLO ops to cost, so the steps have times "
+    "but no FLOPs or bytes. Compile the step with XLA to get a roofline: "
+    "`tf.function(jit_compile=True)` in TensorFlow, `jax.jit` in JAX."
+)
 NO_PEAKS = (
     "No peaks known for this device: rates and intensities are shown but bound_by is "
     "Unknown. Give peaks with `tb-roofline export --peaks NAME|FILE` (see `tb-roofline "
@@ -55,6 +61,10 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
         modules, problems = program_modules(profile)
         stats = cpu_op_stats(profile, host, modules, peaks)
         stats.notes.extend(problems)
+        if stats.run_env.active_core_count == 0 and stats.steps:
+            stats.diagnostics.info.append(NO_XLA_PROGRAMS)
+            stats.program_names = program_names(profile)
+            return stats
         if stats.run_env.active_core_count == 0:
             planes = ", ".join(profile.all_plane_names) or "none"
             return OpStats(

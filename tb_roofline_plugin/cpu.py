@@ -9,27 +9,51 @@ whose span contains its start.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cpu_executions import (
+    EXECUTE_EVENTS,
+    SCHEDULE_EVENT,
+    HostMarks,
+    claim_executions,
+    group_executions,
+    step_times,
+)
 from .event_table import StringCodes, first_seen_codes, line_tables, may_have_stats
 from .hlo_cost import ModuleCosts
 from .host_steps import number_steps, step_roots
-from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, self_times, with_idle
+from .op_metrics import (
+    HBM,
+    READ,
+    WRITE,
+    OpMetricsDb,
+    empty_columns,
+    nested_in_earlier,
+    self_times,
+    with_idle,
+)
 from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import PerfEnv, RunEnvironment
 from .profile_reader import HOST_PLANE, Profile, stat_ids, stat_names
 from .protos import xplane_pb2
 from .step_ops import StepOps, cells, step_ops
+from .wording import numbered
 
 CPU_DEVICE_TYPE = "CPU"
-_OP_STATS = ("hlo_op", "program_id", "_r", "step_num")
+_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c")
+END_PREFIX = "end: "  # an XLA:CPU op's end event, linked to the op by its flow id
+_NO_I64 = np.zeros(0, np.int64)
 
 
 @dataclass
 class HostEvents:
-    """XLA op events and step roots of the host plane (absolute ps)."""
+    """XLA op events, step roots and execution marks of the host plane (absolute ps).
+
+    An op event's end is when the op finished: the end of its flow-linked ``end: <op>``
+    event when that is later (XLA:CPU's asynchronous thunks), else the event's own end.
+    """
 
     op_begin: np.ndarray
     op_end: np.ndarray
@@ -37,34 +61,84 @@ class HostEvents:
     op: np.ndarray  # int64 per event: its op, numbered in order of first appearance
     op_keys: list[tuple[int, str]]  # (program id, instruction name) of each op
     steps: list[tuple[int, int, int]]  # (step number, begin, end)
+    op_program: np.ndarray = field(default_factory=lambda: _NO_I64)  # program id code
+    op_run: np.ndarray = field(default_factory=lambda: _NO_I64)  # run_id stat (0: absent)
+    op_has_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    marks: HostMarks = field(default_factory=lambda: HostMarks(_NO_I64, _NO_I64, _NO_I64))
+
+
+@dataclass
+class _LineOps:
+    """One line's op events before their flows are resolved."""
+
+    begin: np.ndarray
+    end: np.ndarray
+    flow: np.ndarray  # ``_p`` stat: the flow id of the op's ``end:`` event
+    has_flow: np.ndarray
+
+
+def _metadata_ids(plane, wanted) -> np.ndarray:
+    """Event metadata ids whose name satisfies ``wanted(name)``."""
+    ids = [key for key, meta in plane.event_metadata.items() if wanted(meta.name)]
+    return np.asarray(ids, np.int64)
+
+
+def _flight_ends(lines: list[_LineOps], flow_ids: np.ndarray, flow_end: np.ndarray) -> None:
+    """Per line, each op's end: the later of its own and its ``end:`` event's (same flow)."""
+    order = np.lexsort((flow_end, flow_ids))
+    ids, ends = flow_ids[order], flow_end[order]
+    keep = np.ones(len(ids), bool)
+    keep[:-1] = ids[1:] != ids[:-1]  # a repeated flow id: its latest end
+    ids, ends = ids[keep], ends[keep]
+    for part in lines:
+        slot = np.minimum(np.searchsorted(ids, part.flow), max(len(ids) - 1, 0))
+        if len(ids):
+            linked = part.has_flow & (ids[slot] == part.flow)
+            part.end = np.where(linked, np.maximum(part.end, ends[slot]), part.end)
 
 
 def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
-    begins, ends, selfs, programs, roots = [], [], [], [], []
+    parts, programs, runs, has_runs, roots = [], [], [], [], []
+    flow_ids, flow_end, execute, schedule = [], [], [], []
     hlo_ops = StringCodes()
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
-    wanted = [ids.get("_r"), ids.get("hlo_op")]
+    end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
+    execute_meta = _metadata_ids(plane, lambda name: name in EXECUTE_EVENTS)
+    schedule_meta = _metadata_ids(plane, lambda name: name == SCHEDULE_EVENT)
+    wanted = [ids.get("_r"), ids.get("hlo_op"), ids.get("_c")]
+    wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
     for line in plane.lines:
         if not may_have_stats(line, wanted):
-            continue  # threads without XLA ops or step roots
+            continue  # threads without XLA ops, their ends, step roots or executions
         # The whole line at once (ops nest), with only the stats read here.
         (table,) = line_tables(line, [ids.get(name) for name in _OP_STATS], chunk_events=-1)
         roots.extend(step_roots(table, ids))
+        has_end, end_flow = table.integers(ids.get("_c"))
+        ends = has_end & np.isin(table.metadata_id, end_meta)
+        flow_ids.append(end_flow[ends])
+        flow_end.append(table.end_ps[ends])
+        marks = np.isin(table.metadata_id, execute_meta)
+        execute.append(np.stack([table.begin_ps[marks], table.end_ps[marks]]))
+        schedule.append(table.begin_ps[np.isin(table.metadata_id, schedule_meta)])
         local, values = table.string_codes(ids.get("hlo_op"), stat_name)
         named = np.array([bool(v) for v in values] + [False], bool)[local]
         has_program, program = table.integers(ids.get("program_id"))
         ops = np.flatnonzero(has_program & named)
-        b, e = table.begin_ps[ops], table.end_ps[ops]
-        begins.append(b)
-        ends.append(e)
-        selfs.append(self_times(b, e))
+        has_flow, flow = table.integers(ids.get("_p"))
+        parts.append(_LineOps(table.begin_ps[ops], table.end_ps[ops], flow[ops], has_flow[ops]))
         programs.append(program[ops].astype(np.uint64))
+        has_run, run = table.integers(ids.get("run_id"))
+        runs.append(run[ops])
+        has_runs.append(has_run[ops])
         hlo_ops.add_distinct(values, local[ops])
     steps = number_steps(roots)
-    empty = np.zeros(0, np.int64)
-    if not begins:
-        return HostEvents(empty, empty, empty, empty, [], steps)
+    if not parts:
+        return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
+    _flight_ends(parts, np.concatenate(flow_ids), np.concatenate(flow_end))
+    executes = np.concatenate(execute, axis=1)
+    executes = executes[:, np.argsort(executes[0], kind="stable")]
+    executes = executes[:, ~nested_in_earlier(executes[0], executes[1])]
     # An op is (program, instruction): the last "::" part of hlo_op names the instruction.
     text_code, texts = hlo_ops.factorized()
     name_ids: dict[str, int] = {}
@@ -72,15 +146,22 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     name_code = np.asarray(text_name, np.int64)[text_code]
     names, width = list(name_ids), max(len(name_ids), 1)
     program_values, program_code = np.unique(np.concatenate(programs), return_inverse=True)
-    op, keys = first_seen_codes(program_code.ravel().astype(np.int64) * width + name_code)
+    program_code = program_code.ravel().astype(np.int64)
+    op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
     return HostEvents(
-        op_begin=np.concatenate(begins),
-        op_end=np.concatenate(ends),
-        op_self=np.concatenate(selfs),
+        op_begin=np.concatenate([p.begin for p in parts]),
+        op_end=np.concatenate([p.end for p in parts]),
+        # Nesting and self time follow from the ops' whole spans; spans of concurrent
+        # asynchronous ops can overlap, so a self time never goes below zero.
+        op_self=np.concatenate([np.maximum(self_times(p.begin, p.end), 0) for p in parts]),
         op=op.astype(np.int64),
         op_keys=op_keys,
         steps=steps,
+        op_program=program_code,
+        op_run=np.concatenate(runs),
+        op_has_run=np.concatenate(has_runs),
+        marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
     )
 
 
@@ -175,18 +256,41 @@ def cpu_op_stats(
     )
     if events is not None and events.steps:
         stats.has_step_markers = True
-        stats.steps = cpu_steps(events, modules)
+        stats.steps, warnings = cpu_steps(events, modules)
+        stats.diagnostics.warnings.extend(warnings)
     return stats
 
 
-def cpu_steps(events: HostEvents, modules: dict[int, ModuleCosts]) -> list[StepInfo]:
-    """One StepInfo per step root: the ops starting inside it, over its wall time."""
+def cpu_steps(
+    events: HostEvents, modules: dict[int, ModuleCosts]
+) -> tuple[list[StepInfo], list[str]]:
+    """One StepInfo per step root, holding the executions it claims (``cpu_executions``);
+    and the warnings about executions no step claims and steps without an execution."""
     starts = np.array([b for _, b, _ in events.steps], np.int64)
     ends = np.array([e for _, _, e in events.steps], np.int64)
-    step = np.searchsorted(starts, events.op_begin, side="right") - 1
-    inside = step >= 0
-    inside[inside] &= events.op_begin[inside] < ends[step[inside]]
-    step = np.where(inside, step, -1)
-    ops, _ = cpu_ops(events, modules, step, (ends - starts).tolist())
     numbers = [num for num, _, _ in events.steps]
-    return table_steps(ops, numbers, ends > starts, (ends - starts).tolist())
+    if not len(events.op):  # no XLA program ran: the steps hold nothing to cost
+        ops, _ = cpu_ops(events, modules, _NO_I64, (ends - starts).tolist())
+        return table_steps(ops, numbers, ends > starts, (ends - starts).tolist()), []
+    of_op = group_executions(
+        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks
+    )
+    executions = claim_executions(of_op, events.op_begin, events.op_end, starts, ends, events.marks)
+    durations, held = step_times(executions, starts, ends)
+    ops, _ = cpu_ops(events, modules, executions.step[of_op], durations.tolist())
+    warnings = []
+    unclaimed = executions.unclaimed
+    if unclaimed.any():
+        spans = executions.last_ps[unclaimed] - executions.first_ps[unclaimed]
+        warnings.append(
+            f"{int(unclaimed.sum()):,} XLA program execution(s) ({spans.sum() / 1e6:,.1f} us) "
+            "ran outside every step; they count in Total only."
+        )
+    if (held == 0).any():
+        missing = [num for num, n in zip(numbers, held.tolist()) if n == 0]
+        warnings.append(
+            f"{numbered(missing, 'step')} ran no XLA program execution in this profile (cut by "
+            "the profile window, or its execution was not recorded): incomplete, left out of "
+            "the average."
+        )
+    return table_steps(ops, numbers, (held > 0) & (ends > starts), durations.tolist()), warnings

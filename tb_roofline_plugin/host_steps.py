@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .event_table import line_tables, may_have_stats
+from .op_metrics import nested_in_earlier
 from .profile_reader import stat_ids
 from .protos import xplane_pb2
 
@@ -37,8 +38,15 @@ def valid_step_number(num: float) -> bool:
 
 
 def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
-    """Roots in time order; one without a valid ``step_num`` gets its position."""
-    ordered = sorted(roots, key=lambda r: r[1])
+    """Roots in time order, each numbered by its ``step_num`` or else by its position.
+
+    A root inside another root's span is part of that step, not a step of its own (e.g.
+    TensorFlow's ``FunctionRun`` roots inside ``train`` step roots).
+    """
+    ordered = sorted(roots, key=lambda r: (r[1], -r[2]))
+    begin = np.array([b for _, b, _ in ordered], np.int64)
+    end = np.array([e for _, _, e in ordered], np.int64)
+    ordered = [r for r, keep in zip(ordered, (~nested_in_earlier(begin, end)).tolist()) if keep]
     return [
         (int(num) if valid_step_number(num) else i, b, e) for i, (num, b, e) in enumerate(ordered)
     ]

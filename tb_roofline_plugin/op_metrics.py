@@ -151,7 +151,7 @@ def with_idle(db: OpMetricsDb) -> OpMetricsDb:
     return replace(db, **cols)
 
 
-def _containers(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+def nested_in_earlier(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     """For events sorted by (begin, -duration): is each one inside an earlier event?
 
     An earlier-starting event that ends no sooner contains it; a partial overlap does not.
@@ -180,7 +180,7 @@ def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
     outer = np.arange(n)  # events whose parent is among `outer` or none
     candidates = outer
     while len(candidates):
-        inside = _containers(b[candidates], e[candidates])
+        inside = nested_in_earlier(b[candidates], e[candidates])
         level, nested = candidates[~inside], candidates[inside]
         if len(nested) == 0:
             break

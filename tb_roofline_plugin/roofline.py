@@ -26,6 +26,7 @@ from .op_stats import Diagnostics, OpStats, StepInfo, shared_table, sum_steps
 from .perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 from .protos import roofline_model_pb2 as rm
 from .protos.source_info_pb2 import SourceInfo
+from .wording import numbered
 
 GIBI_PER_GIGA = 1.073741824
 MAX_OP_RECORDS = 1000
@@ -654,8 +655,8 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
     dropped = [s.step_num for s in stats.steps if not s.complete]
     if dropped and stats.complete_steps:
         diag.warnings.append(
-            f"{len(dropped)} incomplete step(s) cut by the profile window "
-            f"(step {', '.join(map(str, dropped))}) are left out of the average."
+            "Incomplete step(s) left out of the average (cut by the profile window, or "
+            f"missing the work launched in them): {numbered(dropped, 'step')}."
         )
     return diag
 

@@ -1,0 +1,157 @@
+"""XLA:CPU program executions: which execution each op event belongs to, and its step.
+
+An execution of an XLA program is the unit a step claims, never split between two steps:
+
+- JAX writes a ``run_id`` on every op event: (program, run id) is one execution.
+- TensorFlow and PyTorch/XLA write ``run_id`` -1 or none. An execution then starts at the
+  host event that hands the program to the runtime (``EXECUTE_EVENTS``); its ops are those
+  of the program that start after it and before the next one. Without such events each op
+  event stands alone (what the profile allows).
+- JAX and TensorFlow run a step's programs inside its host span: the step whose span holds
+  the execution's first op claims it. PyTorch/XLA traces a step inside its span and runs
+  the graph later, often inside the next span: the k-th ``ScheduleSyncTensorsGraph`` (in
+  step k's span) schedules the k-th execution, matched first in, first out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Host events that start one execution of a compiled program (outermost one counts).
+EXECUTE_EVENTS = (
+    "PjRtComputationClient::ExecuteComputation",  # PyTorch/XLA
+    "CpuExecutable::ExecuteAsyncOnStream",  # TensorFlow (jit_compile)
+    "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice",  # JAX
+    "PjRtCpuExecutable::ExecuteHelper",
+)
+SCHEDULE_EVENT = "ScheduleSyncTensorsGraph"  # PyTorch/XLA: a step's graph handed to a device
+NO_RUN_ID = -1  # TensorFlow's run_id: the same for every execution
+
+
+@dataclass
+class HostMarks:
+    """Host events that delimit executions (begin/end ps, ascending by begin)."""
+
+    execute_begin: np.ndarray
+    execute_end: np.ndarray
+    schedule_begin: np.ndarray
+
+
+@dataclass
+class Executions:
+    """Op events grouped into executions, and the step that claims each execution."""
+
+    of_op: np.ndarray  # int64 per op event: its execution
+    first_ps: np.ndarray  # per execution: its first op's begin
+    last_ps: np.ndarray  # per execution: its last op's end
+    step: np.ndarray  # per execution: the index of the step claiming it, -1 for none
+    deferred: bool  # claimed through PyTorch/XLA's scheduling chain, not by step spans
+
+    @property
+    def unclaimed(self) -> np.ndarray:
+        return self.step < 0
+
+
+def _factorize(*columns: np.ndarray) -> np.ndarray:
+    """Group number (0..k-1, in key order) of each row of equal-length key columns."""
+    n = len(columns[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort(columns[::-1])
+    new = np.zeros(n, bool)
+    new[0] = True
+    for column in columns:
+        ordered = column[order]
+        new[1:] |= ordered[1:] != ordered[:-1]
+    group = np.empty(n, np.int64)
+    group[order] = np.cumsum(new) - 1
+    return group
+
+
+def group_executions(
+    begin_ps: np.ndarray,
+    program: np.ndarray,
+    run_id: np.ndarray,
+    has_run_id: np.ndarray,
+    marks: HostMarks,
+) -> np.ndarray:
+    """The execution (0..k-1) of each op event; see the module docstring for the rules."""
+    by_run = has_run_id & (run_id != NO_RUN_ID)
+    kind = np.where(by_run, 0, 1 if len(marks.execute_begin) else 2)
+    slot = np.searchsorted(marks.execute_begin, begin_ps, side="right") - 1
+    within = np.where(by_run, run_id, np.where(kind == 1, slot, np.arange(len(begin_ps))))
+    return _factorize(kind, program.astype(np.int64), within)
+
+
+def fifo_schedule(schedule_begin: np.ndarray, execute_begin: np.ndarray) -> np.ndarray:
+    """Per execute event, the index of the schedule event it runs (-1: none), first in first
+    out; an execute takes the oldest schedule not yet run that began before it."""
+    matched = np.full(len(execute_begin), -1, np.int64)
+    waiting, next_schedule = 0, 0  # schedules [waiting, next_schedule) began and wait
+    for j, begin in enumerate(execute_begin.tolist()):
+        next_schedule = int(np.searchsorted(schedule_begin, begin, side="left"))
+        if waiting < next_schedule:
+            matched[j] = waiting
+            waiting += 1
+    return matched
+
+
+def _step_holding(step_begin: np.ndarray, step_end: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index of the step whose span holds each time, -1 for none (steps do not overlap)."""
+    step = np.searchsorted(step_begin, t, side="right") - 1
+    held = step >= 0
+    held[held] &= t[held] < step_end[step[held]]
+    return np.where(held, step, -1)
+
+
+def claim_executions(
+    of_op: np.ndarray,
+    op_begin: np.ndarray,
+    op_end: np.ndarray,
+    step_begin: np.ndarray,
+    step_end: np.ndarray,
+    marks: HostMarks,
+) -> Executions:
+    """Each execution's span and the step that claims it."""
+    count = int(of_op.max()) + 1 if len(of_op) else 0
+    first = np.full(count, np.iinfo(np.int64).max)
+    last = np.full(count, np.iinfo(np.int64).min)
+    np.minimum.at(first, of_op, op_begin)
+    np.maximum.at(last, of_op, op_end)
+    deferred = bool(len(marks.schedule_begin) and len(marks.execute_begin) and count)
+    if deferred:
+        # An execution's execute event: the last one starting at or before its first op.
+        execute = np.searchsorted(marks.execute_begin, first, side="right") - 1
+        schedule = fifo_schedule(marks.schedule_begin, marks.execute_begin)
+        schedule_step = _step_holding(step_begin, step_end, marks.schedule_begin)
+        runs = np.where(execute >= 0, schedule[np.maximum(execute, 0)], -1)
+        step = np.where(runs >= 0, schedule_step[np.maximum(runs, 0)], -1)
+    else:
+        step = _step_holding(step_begin, step_end, first)
+    return Executions(of_op, first, last, step, deferred)
+
+
+def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndarray):
+    """Wall time (ps) of each step and how many executions it holds.
+
+    A step claimed by span runs from the earlier of its start and its first op to the
+    later of its end and its last op (as GPU steps do); a PyTorch/XLA step's time is the
+    span of its executions, the time its graph was running (its host span is tracing).
+    """
+    count = len(step_begin)
+    claimed = ~executions.unclaimed
+    step = executions.step[claimed]
+    held = np.bincount(step, minlength=count)
+    first = np.full(count, np.iinfo(np.int64).max)
+    last = np.full(count, np.iinfo(np.int64).min)
+    np.minimum.at(first, step, executions.first_ps[claimed])
+    np.maximum.at(last, step, executions.last_ps[claimed])
+    if executions.deferred:
+        begin = np.where(held > 0, first, step_begin)
+        end = np.where(held > 0, last, step_end)
+    else:
+        begin = np.minimum(first, step_begin)
+        end = np.maximum(last, step_end)
+    return end - begin, held
