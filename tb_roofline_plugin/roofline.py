@@ -655,8 +655,8 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
     dropped = [s.step_num for s in stats.steps if not s.complete]
     if dropped and stats.complete_steps:
         diag.warnings.append(
-            "Incomplete step(s) left out of the average (cut by the profile window, or "
-            f"missing the work launched in them): {numbered(dropped, 'step')}."
+            f"{len(dropped):,} incomplete step(s) left out of the average (cut by the profile "
+            f"window, or missing the work launched in them): {numbered(dropped, 'step')}."
         )
     return diag
 
