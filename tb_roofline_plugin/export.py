@@ -31,8 +31,10 @@ from .roofline import (
     step_roofline_model,
 )
 from .selection import TOTAL, Selection, select
+from .wording import named
 
 FORMATS = ("datatable", "json", "csv")
+ABOVE_ROOF = 1.05  # roofline efficiency past which an op's number cannot be physical
 
 
 def _memories(stats: OpStats) -> list[tuple[str, int]]:
@@ -132,10 +134,8 @@ def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection,
     return list_text(items, indent, 1)
 
 
-def _op_detail_columns(
-    model: RooflineModel, stats: OpStats, selection: Selection
-) -> dict[str, np.ndarray | list]:
-    """The columns of ``op_details``, in its key order."""
+def _selected_ops(model: RooflineModel, selection: Selection) -> RecordSet:
+    """The op records of the selection (infeed/outfeed included), in rank order."""
     records = model.records
     wanted = (
         (records["record_type"] == selection.record_type)
@@ -143,7 +143,50 @@ def _op_detail_columns(
         & (records["rank"] != 0)
         & records["include_infeed_outfeed"]
     )
-    ops = records.take(np.flatnonzero(wanted))
+    return records.take(np.flatnonzero(wanted))
+
+
+def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None:
+    """A WARNING naming the ops above their roof by more than ``ABOVE_ROOF``, and why a
+    number that cannot be physical usually comes about; None when there are none."""
+    if not len(model.records):
+        return None
+    ops = _selected_ops(model, selection)
+    above = np.flatnonzero(ops["roofline_efficiency"] > ABOVE_ROOF)
+    if not len(above):
+        return None
+    above = above[np.argsort(-ops["roofline_efficiency"][above], kind="stable")]
+    names = [
+        f"{name} at {100 * efficiency:,.0f} %"
+        for name, efficiency in zip(
+            np.asarray(ops["hlo_name"], object)[above].tolist(),
+            ops["roofline_efficiency"][above].tolist(),
+        )
+    ]
+    return (
+        f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} %, which no hardware "
+        f"does: {named(names, 'op')} of the roof. Likely causes: peaks below the device's (a "
+        "wrong --peaks or calibration), bytes served by a cache but counted as memory traffic "
+        "(small tensors), a time that covers only part of the op's work (asynchronous copies "
+        "and starts), or a cost above the op's real FLOPs or bytes."
+    )
+
+
+def _with_plausibility(header: dict, model: RooflineModel, selection: Selection) -> dict:
+    """Our json's diagnostics: XProf's, plus the above-roof warning (not in the datatable)."""
+    warning = above_roof_warning(model, selection)
+    if warning is None:
+        return header
+    diagnostics = dict(header.get("diagnostics", {}))
+    diagnostics["warnings"] = [*diagnostics.get("warnings", []), warning]
+    return {**header, "diagnostics": diagnostics}
+
+
+def _op_detail_columns(
+    model: RooflineModel, stats: OpStats, selection: Selection
+) -> dict[str, np.ndarray | list]:
+    """The columns of ``op_details``, in its key order."""
+    ops = _selected_ops(model, selection)
     db = selection.db
     by_op = dict(zip(zip(db.program_id.tolist(), db.name.tolist()), db.dtype.tolist()))
     dtypes = [
@@ -171,7 +214,7 @@ def _op_detail_columns(
         "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
         "wasted_time_us": wasted,
         "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
-        "above_roof": efficiency > 1.05,
+        "above_roof": efficiency > ABOVE_ROOF,
         "wasted_time_rank": wasted_rank,
     }
 
@@ -418,7 +461,9 @@ def to_json(
     the average step it holds that step's Program and op records.
     """
     selection = selection or select(stats, TOTAL)
-    return _body(as_model(database), stats, sources, selection, database_dict(database))
+    model = as_model(database)
+    header = _with_plausibility(database_dict(database), model, selection)
+    return _body(model, stats, sources, selection, header)
 
 
 def json_text(
@@ -430,7 +475,7 @@ def json_text(
 ) -> str:
     """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
     selection = selection or select(stats, TOTAL)
-    header = message_to_dict(model.header)
+    header = _with_plausibility(message_to_dict(model.header), model, selection)
     if len(model.records):
         header = _with_records(header, [])
     body = _body(model, stats, sources, selection, header, ops=[])
@@ -443,7 +488,7 @@ def json_text(
     }
     text = dumps_with(body, parts, indent)
     if text is None:  # a placeholder clashed with the profile's text: the slow way
-        body["database"] = database_dict(model)
+        body["database"] = _with_plausibility(database_dict(model), model, selection)
         body["ops"] = op_details(model, stats, selection)
         text = json.dumps(body, indent=indent)
     return text
