@@ -32,9 +32,14 @@ class HostMarkers:
     launch_ps: np.ndarray = field(default_factory=lambda: _NO_TIMES)  # int64 launch begin
 
 
+def valid_step_numbers(num: np.ndarray) -> np.ndarray:
+    """Step numbers the schema can hold (uint32); anything else is numbered by position."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(num) & (num >= 0) & (num < 2**32) & (num == np.floor(num))
+
+
 def valid_step_number(num: float) -> bool:
-    """A step number the schema can hold (uint32); anything else is numbered by position."""
-    return bool(np.isfinite(num)) and 0 <= num < 2**32 and float(num).is_integer()
+    return bool(valid_step_numbers(np.float64(num)))
 
 
 def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
@@ -43,13 +48,15 @@ def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, in
     A root inside another root's span is part of that step, not a step of its own (e.g.
     TensorFlow's ``FunctionRun`` roots inside ``train`` step roots).
     """
-    ordered = sorted(roots, key=lambda r: (r[1], -r[2]))
-    begin = np.array([b for _, b, _ in ordered], np.int64)
-    end = np.array([e for _, _, e in ordered], np.int64)
-    ordered = [r for r, keep in zip(ordered, (~nested_in_earlier(begin, end)).tolist()) if keep]
-    return [
-        (int(num) if valid_step_number(num) else i, b, e) for i, (num, b, e) in enumerate(ordered)
-    ]
+    if not roots:
+        return []
+    num, begin, end = (np.asarray(column) for column in zip(*roots))
+    order = np.lexsort((-end, begin))
+    num, begin, end = num[order], begin[order], end[order]
+    outer = ~nested_in_earlier(begin, end)
+    num, begin, end = num[outer].astype(np.float64), begin[outer], end[outer]
+    numbers = np.where(valid_step_numbers(num), num, np.arange(len(num))).astype(np.int64)
+    return list(zip(numbers.tolist(), begin.tolist(), end.tolist()))
 
 
 def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
