@@ -67,38 +67,44 @@ class HostEvents:
     marks: HostMarks = field(default_factory=lambda: HostMarks(_NO_I64, _NO_I64, _NO_I64))
 
 
-@dataclass
-class _LineOps:
-    """One line's op events before their flows are resolved."""
-
-    begin: np.ndarray
-    end: np.ndarray
-    flow: np.ndarray  # ``_p`` stat: the flow id of the op's ``end:`` event
-    has_flow: np.ndarray
-
-
 def _metadata_ids(plane, wanted) -> np.ndarray:
     """Event metadata ids whose name satisfies ``wanted(name)``."""
     ids = [key for key, meta in plane.event_metadata.items() if wanted(meta.name)]
     return np.asarray(ids, np.int64)
 
 
-def _flight_ends(lines: list[_LineOps], flow_ids: np.ndarray, flow_end: np.ndarray) -> None:
-    """Per line, each op's end: the later of its own and its ``end:`` event's (same flow)."""
-    order = np.lexsort((flow_end, flow_ids))
-    ids, ends = flow_ids[order], flow_end[order]
-    keep = np.ones(len(ids), bool)
-    keep[:-1] = ids[1:] != ids[:-1]  # a repeated flow id: its latest end
-    ids, ends = ids[keep], ends[keep]
-    for part in lines:
-        slot = np.minimum(np.searchsorted(ids, part.flow), max(len(ids) - 1, 0))
-        if len(ids):
-            linked = part.has_flow & (ids[slot] == part.flow)
-            part.end = np.where(linked, np.maximum(part.end, ends[slot]), part.end)
+def flight_ends(
+    begin: np.ndarray,
+    end: np.ndarray,
+    flow: np.ndarray,
+    has_flow: np.ndarray,
+    flow_ids: np.ndarray,
+    flow_end: np.ndarray,
+) -> np.ndarray:
+    """Each op's end: the later of its own and that of its ``end:`` event, the first end
+    event of the op's flow id at or after the op's start (ids may repeat in a long trace)."""
+    ops = np.flatnonzero(has_flow)
+    ids = np.concatenate([flow[ops], flow_ids])
+    times = np.concatenate([begin[ops], flow_end])
+    is_end = np.arange(len(ids)) >= len(ops)
+    order = np.lexsort((is_end, times, ids))
+    positions = np.where(is_end[order], np.arange(len(order)), len(order))
+    next_end = np.minimum.accumulate(positions[::-1])[::-1]  # first end at or after
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    found = next_end[rank[: len(ops)]]
+    linked = found < len(order)
+    found = np.minimum(found, len(order) - 1)
+    linked &= ids[order][found] == flow[ops]
+    out = end.copy()
+    linked_ops = ops[linked]
+    out[linked_ops] = np.maximum(end[linked_ops], times[order][found[linked]])
+    return out
 
 
 def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
-    parts, programs, runs, has_runs, roots = [], [], [], [], []
+    begins, ends, flows, has_flows, lengths = [], [], [], [], []
+    programs, runs, has_runs, roots = [], [], [], []
     flow_ids, flow_end, execute, schedule = [], [], [], []
     hlo_ops = StringCodes()
     ids = stat_ids(plane, _OP_STATS)
@@ -115,9 +121,9 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
         (table,) = line_tables(line, [ids.get(name) for name in _OP_STATS], chunk_events=-1)
         roots.extend(step_roots(table, ids))
         has_end, end_flow = table.integers(ids.get("_c"))
-        ends = has_end & np.isin(table.metadata_id, end_meta)
-        flow_ids.append(end_flow[ends])
-        flow_end.append(table.end_ps[ends])
+        is_end = has_end & np.isin(table.metadata_id, end_meta)
+        flow_ids.append(end_flow[is_end])
+        flow_end.append(table.end_ps[is_end])
         marks = np.isin(table.metadata_id, execute_meta)
         execute.append(np.stack([table.begin_ps[marks], table.end_ps[marks]]))
         schedule.append(table.begin_ps[np.isin(table.metadata_id, schedule_meta)])
@@ -126,16 +132,35 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
         has_program, program = table.integers(ids.get("program_id"))
         ops = np.flatnonzero(has_program & named)
         has_flow, flow = table.integers(ids.get("_p"))
-        parts.append(_LineOps(table.begin_ps[ops], table.end_ps[ops], flow[ops], has_flow[ops]))
+        begins.append(table.begin_ps[ops])
+        ends.append(table.end_ps[ops])
+        flows.append(flow[ops])
+        has_flows.append(has_flow[ops])
+        lengths.append(len(ops))
         programs.append(program[ops].astype(np.uint64))
         has_run, run = table.integers(ids.get("run_id"))
         runs.append(run[ops])
         has_runs.append(has_run[ops])
         hlo_ops.add_distinct(values, local[ops])
     steps = number_steps(roots)
-    if not parts:
+    if not begins:
         return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
-    _flight_ends(parts, np.concatenate(flow_ids), np.concatenate(flow_end))
+    op_begin = np.concatenate(begins)
+    op_end = flight_ends(
+        op_begin,
+        np.concatenate(ends),
+        np.concatenate(flows),
+        np.concatenate(has_flows),
+        np.concatenate(flow_ids),
+        np.concatenate(flow_end),
+    )
+    # Nesting and self time follow from the ops' whole spans, line by line; spans of
+    # concurrent asynchronous ops can overlap, so a self time never goes below zero.
+    lines = np.cumsum(lengths)[:-1]
+    op_self = [
+        np.maximum(self_times(b, e), 0)
+        for b, e in zip(np.split(op_begin, lines), np.split(op_end, lines))
+    ]
     executes = np.concatenate(execute, axis=1)
     executes = executes[:, np.argsort(executes[0], kind="stable")]
     executes = executes[:, ~nested_in_earlier(executes[0], executes[1])]
@@ -150,11 +175,9 @@ def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
     return HostEvents(
-        op_begin=np.concatenate([p.begin for p in parts]),
-        op_end=np.concatenate([p.end for p in parts]),
-        # Nesting and self time follow from the ops' whole spans; spans of concurrent
-        # asynchronous ops can overlap, so a self time never goes below zero.
-        op_self=np.concatenate([np.maximum(self_times(p.begin, p.end), 0) for p in parts]),
+        op_begin=op_begin,
+        op_end=op_end,
+        op_self=np.concatenate(op_self),
         op=op.astype(np.int64),
         op_keys=op_keys,
         steps=steps,

@@ -166,3 +166,20 @@ def test_a_step_without_its_execution_is_incomplete_with_a_warning():
         for w in stats.diagnostics.warnings
     )
     assert stats.steps[4].db.flops.sum() == pytest.approx(0)
+
+
+def test_an_op_ends_at_the_first_end_event_of_its_flow_after_it_starts():
+    from tb_roofline_plugin.cpu import flight_ends
+
+    begin = np.array([0, 100, 200, 300])
+    end = np.array([10, 110, 250, 310])
+    flow = np.array([7, 7, 8, 9])  # flow 7 repeats (a trace tiled or a long-running process)
+    has_flow = np.array([True, True, True, False])
+    flow_ids = np.array([7, 7, 8, 9])
+    flow_end = np.array([90, 180, 220, 400])  # 8's end event is before the op's own end
+    assert flight_ends(begin, end, flow, has_flow, flow_ids, flow_end).tolist() == [
+        90,
+        180,
+        250,
+        310,  # no flow stat: its own end
+    ]
