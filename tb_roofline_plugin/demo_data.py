@@ -19,8 +19,9 @@ step the profile cut short).
 CPU (`CpuSpec`, `cpu_xspace`): a JAX XLA:CPU profile without device planes: two optimized HLO
 modules in `/host:metadata` (dots, loop/input fusions, a transposing copy) that the cost model
 prices, op events named by their instruction on `tf_XLAPjRtCpuClient`/`tf_XLAEigen` threads
-(independent ops running concurrently), each followed by an `end: <op>` event among
-thread-pool filler, and `train` step roots on the `python` line (one run before the first).
+(independent ops running concurrently), each with an `end: <op>` event linked by flow id
+among thread-pool filler (dots asynchronous: their op event is the dispatch, the op ends at
+its end event), and `train` step roots on the `python` line (one run before the first).
 
 Everything is derived from the spec and a seeded `numpy` generator, never from the clock, so
 the same spec always gives the same bytes.
@@ -1650,14 +1651,16 @@ def gpu_xspace(spec: GpuSpec = GpuSpec()) -> xplane_pb2.XSpace:
 # A JAX training loop on XLA:CPU, as `xspace.md` sections 6 and 7 describe it: no device
 # planes, the optimized HLO modules in `/host:metadata` (priced by the cost model, as on
 # GPU), op events named by their HLO instruction on `tf_XLAPjRtCpuClient` and `tf_XLAEigen`
-# host threads (independent ops of one program run concurrently), each followed by a
-# zero-length `end: <op>` event among thread-pool filler, and `train` step roots on `python`.
+# host threads (independent ops of one program run concurrently), each with a zero-length
+# `end: <op>` event linked by flow id (dots are asynchronous thunks: the op event is the
+# dispatch), thread-pool filler, and `train` step roots on `python`.
 
 CPU_TRAIN_PROGRAM_ID, CPU_EVAL_PROGRAM_ID = 30, 34  # small ints, as JAX on CPU numbers them
 _CPU_INFERENCE_RUNS = 4  # (train, eval) pairs run when steps == 0 (no step roots)
 _CPU_LINE_TIMESTAMP_NS = 7_861  # shared by every `/host:CPU` line, as in the real samples
 _CPU_ORIGIN_PS = 1_200 * US  # the first program execution, relative to the line timestamp
 _CPU_OP_FLOOR_PS = 2 * US  # the shortest thunk: dispatch and thread-pool hand-off
+_CPU_DISPATCH_PS = 30 * US  # an asynchronous thunk's op event: the hand-off only
 _CPU_WIDTH, _CPU_MLP = 512, 2048  # the generated MLP block, f32
 
 
@@ -1969,6 +1972,7 @@ def _cpu_host_plane(
         "external/xla/xla/tsl/profiler/backends/cpu/threadpool_listener.cc"
     )
     run_id, long_name = plane.stat_id("run_id"), plane.stat_id("long_name")
+    flow_out, flow_in = plane.stat_id("_p"), plane.stat_id("_c")
     op_metas, end_metas, templates = [], [], []
     for program in programs:
         metas, ends, stats = [], [], []
@@ -2002,16 +2006,23 @@ def _cpu_host_plane(
             if kind_ == 0:
                 add(metadata_id=execute_meta, offset_ps=begin, duration_ps=duration)
                 continue
-            event = add(metadata_id=op_metas[program][i], offset_ps=begin, duration_ps=duration)
+            # Dots run as asynchronous thunks: the op event is the dispatch, the op ends at
+            # its `end:` event, linked by flow id (`_p` on the op, `_c` on the end event).
+            name = _cpu_op_names(programs[program])[i]
+            event_ps = min(duration, _CPU_DISPATCH_PS) if name.startswith("dot") else duration
+            flow = ((thread + 1) << 32) | k
+            event = add(metadata_id=op_metas[program][i], offset_ps=begin, duration_ps=event_ps)
             event.stats.extend(templates[program][i])
             event.stats.add(metadata_id=run_id, int64_value=run)
             event.stats.add(metadata_id=ordinal, int64_value=0)
             event.stats.add(metadata_id=source, ref_value=thunk_src)
+            event.stats.add(metadata_id=flow_out, int64_value=flow)
             record = add(metadata_id=record_meta, offset_ps=begin + 300 * NS)
             record.stats.add(metadata_id=source, ref_value=listener_src)
             if k % 8 == 1:
                 record.stats.add(metadata_id=long_name, str_value=f"ThreadpoolListener #{k}#")
-            add(metadata_id=end_metas[program][i], offset_ps=begin + duration)
+            end = add(metadata_id=end_metas[program][i], offset_ps=begin + duration)
+            end.stats.add(metadata_id=flow_in, int64_value=flow)
         line.duration_ps = timeline.end_ps
 
     rng = np.random.default_rng([spec.seed, 9_999])

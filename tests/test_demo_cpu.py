@@ -27,6 +27,7 @@ OP_STATS = {
     "run_id": "int64_value",
     "device_ordinal": "int64_value",
     "_src": "ref_value",
+    "_p": "int64_value",
 }
 
 
@@ -55,7 +56,11 @@ def _events(space) -> list[dict]:
 
 
 def _ops(space) -> list[dict]:
-    return [e for e in _events(space) if "hlo_op" in e["stats"]]
+    """Op events, each ending at its flow-linked `end:` event (``event_end``: its own end)."""
+    events = _events(space)
+    end_of = {e["stats"]["_c"][1]: e["end"] for e in events if "_c" in e["stats"]}
+    ops = [e for e in events if "hlo_op" in e["stats"]]
+    return [{**op, "event_end": op["end"], "end": end_of[op["stats"]["_p"][1]]} for op in ops]
 
 
 def _roots(space) -> list[tuple[int, int, int]]:
@@ -150,6 +155,11 @@ def test_host_lines_op_events_and_filler(default_space):
         assert op["stats"]["hlo_module"][1] == module
         assert (op["line"], f"end: {op['name']}", op["end"]) in ends
         assert op["end"] - op["begin"] >= 2_000_000  # no thunk under 2 µs
+        if op["name"].startswith("dot"):  # asynchronous: the event is the dispatch only
+            assert op["event_end"] - op["begin"] == min(op["end"] - op["begin"], 30_000_000)
+        else:
+            assert op["event_end"] == op["end"]
+    assert any(op["event_end"] < op["end"] for op in ops)  # dots dispatched, then in flight
     fillers = [e for e in events if e["name"].startswith(("ThreadpoolListener", "ThunkExecutor"))]
     assert len(fillers) >= len(ops)
     assert any(kind == "str_value" for e in events for kind, _ in e["stats"].values())
