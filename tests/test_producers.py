@@ -18,7 +18,6 @@ from tb_roofline_plugin.protos import hlo_pb2, xplane_pb2
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
 from tb_roofline_plugin.roofline import build_database
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 RECORDINGS = {
     "jax_mlp": ("jax-cpu/jax_mlp", 10),
     "jax_matmul": ("jax-cpu/jax_matmul", 10),
