@@ -14,7 +14,10 @@ optimized HLO modules in `/host:metadata` that the cost model prices (cuBLASLt a
 GEMMs, loop/input fusions, a copy, an all-reduce, an unknown custom call), runtime kernels
 without an HLO op, an op run as two kernels, and host step roots whose launches reach the
 kernels through correlation ids (kernels launched before the first step; optionally a last
-step the profile cut short).
+step the profile cut short). Optionally XLA command buffers: each program's run of commands
+is one graph launch (`cuGraphLaunch`/`hipGraphLaunch`) of many kernels with its one
+correlation id, the modules have the `command_buffer` computation and its `call`, and the
+kernels carry their own instruction or the launch's `call` (`GpuSpec.graph_launches`).
 
 CPU (`CpuSpec`, `cpu_xspace`): a JAX XLA:CPU profile without device planes: two optimized HLO
 modules in `/host:metadata` (dots, loop/input fusions, a transposing copy) that the cost model
@@ -806,6 +809,14 @@ _GPU_ORIGIN_PS = 1_500 * US  # the first launch, relative to the profile start
 _GPU_INFERENCE_RUNS = 4  # (train, eval) pairs run when steps == 0 (no step roots)
 _GPU_KERNEL_FLOOR_PS = 2 * US  # the shortest kernel: launch, ramp-up, drain
 _ALL_REDUCE_LATENCY_PS = 8 * US
+_GRAPH_ANNOTATIONS = ("", "node", "launch")  # GpuSpec.graph_launches
+# The roles XLA's command-buffer scheduling outlines into one graph: a run of at least
+# `xla_gpu_graph_min_graph_size` (5) commands, cut by what is not a command. The training
+# program's runtime memset cuts its run after the copy, leaving the all-reduce, update and
+# cast below the minimum, launched one by one; the eval program's all-reduce and mean join.
+_TRAIN_GRAPH_ROLES = ("scale", "attention", "gemm", "gelu", "triton", "residual", "norm", "copy")
+_EVAL_GRAPH_ROLES = (*_TRAIN_GRAPH_ROLES, "all_reduce", "mean")
+_GRAPH_KERNEL_GAP_PS = (200 * NS, 600 * NS)  # between the kernels of one graph: no launch
 
 
 @dataclass(frozen=True)
@@ -824,8 +835,19 @@ class GpuSpec:
     # The last step's final 2 launches (per GPU) have no kernel: the profile stopped.
     truncated_last_step: bool = False
     target_bytes: int = 0  # > 0: repeat steps until the serialized size is about this
+    # XLA command buffers (CUDA/HIP graphs): "" = off, every kernel its own launch; otherwise
+    # each program's run of commands is one `cuGraphLaunch`/`hipGraphLaunch` whose kernels
+    # all carry its correlation id, and the optimized modules have a `command_buffer`
+    # computation called by a `call`. "node": each graph kernel's hlo_op is its own
+    # instruction (XProf's model); "launch": each carries the annotation active at the graph
+    # launch, the command-buffer `call` (what XLA's CUPTI collector records today).
+    graph_launches: str = ""
 
     def __post_init__(self) -> None:
+        if self.graph_launches not in _GRAPH_ANNOTATIONS:
+            raise ValueError(
+                f"graph_launches must be one of {_GRAPH_ANNOTATIONS}, got {self.graph_launches!r}"
+            )
         if self.gpus < 1:
             raise ValueError(f"gpus must be >= 1, got {self.gpus}")
         if min(self.idle_gpus, self.steps, self.unclaimed_kernels, self.target_bytes) < 0:
@@ -849,6 +871,7 @@ class _GpuDevice:
     matrix_tflops: float  # dense bf16 tensor throughput (datasheet) that kernels approach
     link_gbps: float  # all-reduce bus bandwidth per GPU (NVLink / Infinity Fabric)
     launch_api: str  # the host API event of a kernel launch
+    graph_launch_api: str  # ... and of a graph launch
     amd: bool
 
     @property
@@ -876,6 +899,7 @@ _GPU_DEVICES = {
         matrix_tflops=989.0,
         link_gbps=370.0,
         launch_api="cuLaunchKernel",
+        graph_launch_api="cuGraphLaunch",
         amd=False,
     ),
     "amd": _GpuDevice(  # MI300X, with the stats of the shared ROCm samples
@@ -888,6 +912,7 @@ _GPU_DEVICES = {
         matrix_tflops=1307.0,
         link_gbps=300.0,
         launch_api="hipModuleLaunchKernel",
+        graph_launch_api="hipGraphLaunch",
         amd=True,
     ),
 }
@@ -1115,12 +1140,18 @@ def _gpu_names(train: bool) -> dict[str, str]:
         "mean": f"loop_multiply_fusion{tag}",  # eval only
         "root": f"tuple.{n + 30}",
         "entry": f"main.{n + 40}",
+        "call": f"call.{n + 20}",  # command buffers only: the call of `command_buffer`
+        "graph_root": f"tuple.{n + 31}",
+        "graph_computation": "command_buffer",
     }
 
 
-def _gpu_module(name: str, program_id: int, batch: int, train: bool) -> hlo_pb2.HloModuleProto:
+def _gpu_module(
+    name: str, program_id: int, batch: int, train: bool, command_buffer: bool = False
+) -> hlo_pb2.HloModuleProto:
     """The optimized HLO module of one program (see `_gpu_program`)."""
     names = _gpu_names(train)
+    n = 0 if train else 10  # instruction numbers, as in `_gpu_names`
     t, w, m = batch * _SEQ, _WIDTH, _MLP
     step_fn = "train_step" if train else "eval_step"
     module = hlo_pb2.HloModuleProto(name=name, id=program_id)
@@ -1184,16 +1215,17 @@ def _gpu_module(name: str, program_id: int, batch: int, train: bool) -> hlo_pb2.
         c, (p0,) = fused("mean", tokens)
         c.finish(c.add("multiply.6", "multiply", tokens, p0, constant(c, 4, tokens)))
 
-    entry = _Computation(module, names["entry"])
-    x = entry.parameter("x.1", x_shape)
-    gain = entry.parameter("scale.1", _array(_F32, w))
-    q, k, v = (entry.parameter(f"{p}.1", qkv_shape) for p in "qkv")
-    w_in = entry.parameter("w_in.1", _array(_BF16, w, m))
-    w_out = entry.parameter("w_out.1", _array(_BF16, m, w))
+    entry_params = (
+        ("x.1", x_shape),
+        ("scale.1", _array(_F32, w)),
+        *((f"{p}.1", qkv_shape) for p in "qkv"),
+        ("w_in.1", _array(_BF16, w, m)),
+        ("w_out.1", _array(_BF16, m, w)),
+    )
 
-    def fusion(role: str, kind: str, shape, *operands, source: tuple, **fields):
+    def fusion(comp: _Computation, role: str, kind: str, shape, *operands, source, **fields):
         primitive, line = source
-        return entry.add(
+        return comp.add(
             names[role],
             "fusion",
             shape,
@@ -1204,74 +1236,115 @@ def _gpu_module(name: str, program_id: int, batch: int, train: bool) -> hlo_pb2.
             **fields,
         )
 
-    scaled = fusion("scale", "kLoop", x_shape, x, gain, source=("mul", 41))
-    attention = entry.add(
-        names["attention"],
-        "custom-call",
-        _tuple(qkv_shape, _array(_F32, batch, _HEADS, _SEQ)),
-        q,
-        k,
-        v,
-        custom_call_target="te_fused_attn_fwd_ffi",
-        metadata=src("te_fused_attn_fwd", "attention", 23),
-    )
-    attended = entry.add(
-        names["attention_out"], "get-tuple-element", qkv_shape, attention, tuple_index=0
-    )
-    gemm = entry.add(
-        names["gemm"],
-        "custom-call",
-        _tuple(h_shape, _array(_S8, _CUBLAS_WORKSPACE)),
-        scaled,
-        w_in,
-        custom_call_target="__cublas$lt$matmul",
-        backend_config=_CUBLAS_CONFIG,
-        metadata=src("dot_general", "mlp", 44),
-    )
-    hidden = entry.add(names["gemm_out"], "get-tuple-element", h_shape, gemm, tuple_index=0)
-    gelu = fusion("gelu", "kLoop", h_shape, hidden, source=("tanh", 45))
-    down = fusion(
-        "triton",
-        "kCustom",
-        x_shape,
-        gelu,
-        w_out,
-        source=("dot_general", 46),
-        backend_config=_TRITON_CONFIG,
-    )
-    out = fusion("residual", "kLoop", x_shape, down, x, source=("add", 47))
-    norms = fusion("norm", "kInput", tokens, out, source=("reduce_sum", 52))
-    transposed = entry.add(
-        names["copy"],
-        "copy",
-        _array(_BF16, w, m, minor_to_major=(0, 1)),
-        w_in,
-        metadata=src("transpose", "mlp", 58),
-    )
-    results = [out, attended, norms, transposed]
+    def block(comp: _Computation, x, gain, q, k, v, w_in, w_out) -> list:
+        """The transformer block's instructions in `comp`: [out, attended, norms, transposed]."""
+        scaled = fusion(comp, "scale", "kLoop", x_shape, x, gain, source=("mul", 41))
+        attention = comp.add(
+            names["attention"],
+            "custom-call",
+            _tuple(qkv_shape, _array(_F32, batch, _HEADS, _SEQ)),
+            q,
+            k,
+            v,
+            custom_call_target="te_fused_attn_fwd_ffi",
+            metadata=src("te_fused_attn_fwd", "attention", 23),
+        )
+        attended = comp.add(
+            names["attention_out"], "get-tuple-element", qkv_shape, attention, tuple_index=0
+        )
+        gemm = comp.add(
+            names["gemm"],
+            "custom-call",
+            _tuple(h_shape, _array(_S8, _CUBLAS_WORKSPACE)),
+            scaled,
+            w_in,
+            custom_call_target="__cublas$lt$matmul",
+            backend_config=_CUBLAS_CONFIG,
+            metadata=src("dot_general", "mlp", 44),
+        )
+        hidden = comp.add(names["gemm_out"], "get-tuple-element", h_shape, gemm, tuple_index=0)
+        gelu = fusion(comp, "gelu", "kLoop", h_shape, hidden, source=("tanh", 45))
+        down = fusion(
+            comp,
+            "triton",
+            "kCustom",
+            x_shape,
+            gelu,
+            w_out,
+            source=("dot_general", 46),
+            backend_config=_TRITON_CONFIG,
+        )
+        out = fusion(comp, "residual", "kLoop", x_shape, down, x, source=("add", 47))
+        norms = fusion(comp, "norm", "kInput", tokens, out, source=("reduce_sum", 52))
+        transposed = comp.add(
+            names["copy"],
+            "copy",
+            _array(_BF16, w, m, minor_to_major=(0, 1)),
+            w_in,
+            metadata=src("transpose", "mlp", 58),
+        )
+        return [out, attended, norms, transposed]
+
+    def all_reduce(comp: _Computation, reduced, line: int):
+        return comp.add(
+            names["all_reduce"],
+            "all-reduce",
+            reduced.shape,
+            reduced,
+            calls=[reducer],
+            channel_id=1,
+            use_global_device_ids=True,
+            metadata=src("psum", step_fn, line),
+        )
+
+    def mean(comp: _Computation, summed):
+        return fusion(comp, "mean", "kLoop", tokens, summed, source=("div", 138))
+
+    if command_buffer:
+        # XLA's command-buffer scheduling: the block (and, in eval, the all-reduce and mean)
+        # moves into a `command_buffer` computation whose parameters are what it reads,
+        # called from the entry by one `call`; its results come back as a tuple.
+        graph = _Computation(module, names["graph_computation"])
+        inputs = [
+            graph.parameter(f"p.{i}" if i else "p", s) for i, (_, s) in enumerate(entry_params)
+        ]
+        inside = block(graph, *inputs)
+        if not train:
+            inside.append(mean(graph, all_reduce(graph, inside[2], 137)))
+        graph.finish(
+            graph.add(names["graph_root"], "tuple", _tuple(*(r.shape for r in inside)), *inside)
+        )
+    entry = _Computation(module, names["entry"])
+    params = [entry.parameter(name, shape) for name, shape in entry_params]
+    if command_buffer:
+        call = entry.add(
+            names["call"],
+            "call",
+            graph.proto.instructions[-1].shape,
+            *params,
+            calls=[graph],
+            metadata=hlo_pb2.OpMetadata(op_name=f"jit({step_fn})/{names['call']}"),
+        )
+        results = [
+            entry.add(f"get-tuple-element.{n + 21 + i}", "get-tuple-element", r.shape, call,
+                      tuple_index=i)
+            for i, r in enumerate(inside)
+        ]  # fmt: skip
+    else:
+        results = block(entry, *params)
     if train:
         grad = entry.parameter("grad.1", weight)
         master = entry.parameter("w_master.1", weight)
         lr = entry.parameter("lr.1", scalar)
-        reduced, line = grad, 101
-    else:
-        reduced, line = norms, 137
-    summed = entry.add(
-        names["all_reduce"],
-        "all-reduce",
-        reduced.shape,
-        reduced,
-        calls=[reducer],
-        channel_id=1,
-        use_global_device_ids=True,
-        metadata=src("psum", step_fn, line),
-    )
-    if train:
-        new = fusion("update", "kLoop", weight, master, summed, lr, source=("sub", 104))
+        summed = all_reduce(entry, grad, 101)
+        new = fusion(entry, "update", "kLoop", weight, master, summed, lr, source=("sub", 104))
         cast = _array(_BF16, w, m)
-        results += [new, fusion("cast", "kLoop", cast, new, source=("convert_element_type", 105))]
-    else:
-        results.append(fusion("mean", "kLoop", tokens, summed, source=("div", 138)))
+        results += [
+            new,
+            fusion(entry, "cast", "kLoop", cast, new, source=("convert_element_type", 105)),
+        ]
+    elif not command_buffer:
+        results.append(mean(entry, all_reduce(entry, results[2], 137)))
     root = entry.add(names["root"], "tuple", _tuple(*(r.shape for r in results)), *results)
     entry.finish(root)
     module.entry_computation_name = entry.proto.name
@@ -1349,7 +1422,7 @@ def _gpu_ops(batch: int, train: bool) -> list[_GpuOp]:
 
 
 def _gpu_program(
-    name: str, program_id: int, batch: int, *, train: bool
+    name: str, program_id: int, batch: int, *, train: bool, command_buffer: bool = False
 ) -> tuple[hlo_pb2.HloModuleProto, list[_GpuOp]]:
     """The optimized HLO module of one program and what it runs, in execution order.
 
@@ -1360,17 +1433,23 @@ def _gpu_program(
     The training program all-reduces the f32 gradient of the MLP weight and applies it
     (subtract and convert fusions), and its reduction runs as two kernels; the eval program
     all-reduces its per-token sums and scales them. Runtime copy/fill kernels without an
-    HLO op run on the second stream.
+    HLO op run on the second stream. With `command_buffer`, the module has XLA's
+    `command_buffer` computation and its `call` (see `_TRAIN_GRAPH_ROLES`).
     """
-    return _gpu_module(name, program_id, batch, train), _gpu_ops(batch, train)
+    module = _gpu_module(name, program_id, batch, train, command_buffer)
+    return module, _gpu_ops(batch, train)
 
 
-def _gpu_programs() -> list[tuple[hlo_pb2.HloModuleProto, list[_GpuOp]]]:
+def _gpu_programs(
+    command_buffers: bool = False,
+) -> list[tuple[hlo_pb2.HloModuleProto, list[_GpuOp]]]:
     """(module, ops) of the training program (16 sequences a step) and the eval program (4)."""
     return [
-        _gpu_program("jit_train_step", GPU_TRAIN_PROGRAM_ID, 16, train=True),
-        _gpu_program("jit_eval_step", GPU_EVAL_PROGRAM_ID, 4, train=False),
-    ]
+        _gpu_program("jit_train_step", GPU_TRAIN_PROGRAM_ID, 16, train=True,
+                     command_buffer=command_buffers),
+        _gpu_program("jit_eval_step", GPU_EVAL_PROGRAM_ID, 4, train=False,
+                     command_buffer=command_buffers),
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -1380,6 +1459,7 @@ class _Launched:
     program: int
     op: _GpuOp
     kernel: _Kernel
+    in_graph: bool = False  # launched by the program's graph launch, not on its own
 
 
 @dataclass
@@ -1387,10 +1467,24 @@ class _GpuTimeline:
     """Host and device events of the whole profile (ps since the profile start)."""
 
     kernels: list  # per GPU: (launched index, begin, duration, correlation id)
-    launches: list  # per GPU: (begin, duration, correlation id)
+    launches: list  # per GPU: (begin, duration, correlation id, graph program or -1)
     roots: list  # step roots: (step number, begin, end)
     calls: list  # PjitFunction events on the python line: (program, begin, end)
     end_ps: int
+
+
+def _launch_groups(template: list[int], launched: list[_Launched]) -> list[list[int]]:
+    """The launches of a template's kernels: one kernel each, or one graph launch for each
+    run of consecutive kernels `in_graph` of one program."""
+    groups: list[list[int]] = []
+    for index in template:
+        item = launched[index]
+        last = launched[groups[-1][-1]] if groups else None
+        if item.in_graph and last is not None and last.in_graph and last.program == item.program:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    return groups
 
 
 def _gpu_timeline(
@@ -1401,11 +1495,13 @@ def _gpu_timeline(
     repeats: int,
     origin_ps: int,
 ) -> _GpuTimeline:
-    """Launches on the host, each followed by its kernel once the GPU is free.
+    """Launches on the host, each followed by its kernel(s) once the GPU is free.
 
     Each step root dispatches the training program, then the eval program, on every GPU (a
     launch thread per GPU), then waits for the GPUs to finish. Kernels run one at a time
-    per GPU, each at least 4 µs after its launch began.
+    per GPU, each at least 4 µs after its launch began. A graph launch (consecutive kernels
+    `in_graph`) is one host event and one correlation id for all its kernels, which follow
+    each other closely.
     """
     uniform = _Uniform(np.random.default_rng([spec.seed, 4_242]))
     slow = {i for i, item in enumerate(launched) if item.op.name and item.op.name == spec.slow_op}
@@ -1416,16 +1512,23 @@ def _gpu_timeline(
     correlation = itertools.count(1_001)
 
     def launch(gpu: int, template: list[int], host: int, kernels_kept: int) -> int:
-        for position, index in enumerate(template):
+        position = 0
+        for group in _launch_groups(template, launched):
             duration = int(uniform(2.5, 6.0) * US)
             cid = next(correlation)
-            launches[gpu].append((host, duration, cid))
-            if position < kernels_kept:
-                begin = max(free[gpu] + int(uniform(0.3, 1.5) * US), host + int(uniform(4, 9) * US))
+            first = launched[group[0]]
+            launches[gpu].append((host, duration, cid, first.program if first.in_graph else -1))
+            for offset, index in enumerate(group[: max(kernels_kept - position, 0)]):
+                if offset == 0:
+                    gap = uniform(0.3, 1.5) * US
+                    begin = max(free[gpu] + int(gap), host + int(uniform(4, 9) * US))
+                else:
+                    begin = free[gpu] + int(uniform(*_GRAPH_KERNEL_GAP_PS))
                 run = int(base_ps[index] * uniform(0.97, 1.03)) * (3 if index in slow else 1)
                 kernels[gpu].append((index, begin, run, cid))
                 free[gpu] = begin + run
             host += duration + int(uniform(0.5, 2.0) * US)
+            position += len(group)
         return host
 
     t = origin_ps
@@ -1467,6 +1570,11 @@ def _gpu_metadata_plane(space: xplane_pb2.XSpace, modules: list[hlo_pb2.HloModul
         plane.fill_stats(meta.stats, {"Hlo Proto": proto, "program_id": int(module.id)})
 
 
+def _graph_id(gpu: int, program: int) -> int:
+    """CUPTI's graph id of a program's command buffer: one graph per program and GPU."""
+    return 3 + 2 * gpu + program
+
+
 def _gpu_device_plane(
     space: xplane_pb2.XSpace,
     device: _GpuDevice,
@@ -1474,8 +1582,13 @@ def _gpu_device_plane(
     launched: list[_Launched],
     modules: list[hlo_pb2.HloModuleProto],
     kernels: list | None,
+    graph_annotation: str = "",
 ) -> None:
-    """`/device:GPU:<gpu>` with capability stats and, unless idle, two kernel stream lines."""
+    """`/device:GPU:<gpu>` with capability stats and, unless idle, two kernel stream lines.
+
+    A graph kernel also carries `cuda_graph_id` (NVIDIA); with `graph_annotation` "launch"
+    its `hlo_op` is the command-buffer call, the annotation active at the graph launch.
+    """
     plane = xspace_builder.plane(space, f"/device:GPU:{gpu}", plane_id=gpu, stats=device.stats)
     if kernels is None:
         return
@@ -1490,14 +1603,19 @@ def _gpu_device_plane(
     for item in launched:
         metas.append(plane.event_metadata(item.kernel.name(device)))
         values = {"kernel_details": Ref(item.kernel.details(device))}
-        if item.op.name:
+        if item.op.name or item.in_graph:
             module = modules[item.program]
+            op_name = item.op.name
+            if item.in_graph and graph_annotation == "launch":
+                op_name = _gpu_names(item.program == 0)["call"]
             values |= {
                 "tf_op": Ref("XlaModule:"),
-                "hlo_op": Ref(item.op.name),
+                "hlo_op": Ref(op_name),
                 "hlo_module": Ref(module.name),
                 "program_id": int(module.id),
             }
+        if item.in_graph and not device.amd:
+            values["cuda_graph_id"] = U64(_graph_id(gpu, item.program))
         event = xplane_pb2.XEvent()
         plane.fill_stats(event.stats, values)
         stats.append(event.stats)
@@ -1546,16 +1664,28 @@ def _gpu_host_plane(
 
     launch_meta = plane.event_metadata(device.launch_api)
     correlation, device_id = plane.stat_id("correlation_id"), plane.stat_id("device_id")
+    graph_metas: dict[int, int] = {}
     for gpu, launches in enumerate(timeline.launches):
         tid = 4_747_829_982_129_071_201 + 7_919 * gpu
         line = plane.line(f"tf_pjrt_thread_pool/{tid}", line_id=tid, timestamp_ns=707_851)
         line.display_name = line.name
         base = line.timestamp_ns * NS
         add = line.events.add
-        for begin, duration, cid in launches:
-            event = add(metadata_id=launch_meta, offset_ps=begin - base, duration_ps=duration)
+        for begin, duration, cid, graph in launches:
+            meta = launch_meta
+            if graph >= 0:  # XLA's CUPTI collector names a graph launch after its executable
+                exec_id = 100 + _graph_id(gpu, graph)  # numbered apart from graphs
+                if exec_id not in graph_metas:
+                    name = device.graph_launch_api
+                    graph_metas[exec_id] = plane.event_metadata(
+                        name if device.amd else f"{name} (CudaGraph:{exec_id})"
+                    )
+                meta = graph_metas[exec_id]
+            event = add(metadata_id=meta, offset_ps=begin - base, duration_ps=duration)
             event.stats.add(metadata_id=correlation, uint64_value=cid)
             event.stats.add(metadata_id=device_id, int64_value=gpu)
+            if graph >= 0 and not device.amd:
+                event.stats.add(metadata_id=plane.stat_id("cuda_graph_id"), uint64_value=exec_id)
         line.duration_ps = timeline.end_ps - base
 
     # 3 filler events per 4 launches: the host plane stays about as big as the GPU planes.
@@ -1573,7 +1703,7 @@ def _gpu_build(
     spec: GpuSpec, repeats: int, origin_ps: int = _GPU_ORIGIN_PS
 ) -> tuple[xplane_pb2.XSpace, int]:
     """The profile of `repeats` steps (or runs), and the end of its last event (ps)."""
-    programs = _gpu_programs()
+    programs = _gpu_programs(command_buffers=bool(spec.graph_launches))
     modules = [module for module, _ in programs]
     instructions = {op.name for _, ops in programs for op in ops if op.name}
     if spec.slow_op is not None and spec.slow_op not in instructions:
@@ -1583,10 +1713,14 @@ def _gpu_build(
     templates: list[list[int]] = []
     for program, (_, ops) in enumerate(programs):
         template = []
+        graph = set()
+        if spec.graph_launches:
+            roles = _TRAIN_GRAPH_ROLES if program == 0 else _EVAL_GRAPH_ROLES
+            graph = {_gpu_names(program == 0)[role] for role in roles}
         for op in ops:
             for kernel in op.kernels:
                 template.append(len(launched))
-                launched.append(_Launched(program, op, kernel))
+                launched.append(_Launched(program, op, kernel, in_graph=op.name in graph))
         templates.append(template)
     base_ps = [int(item.op.base_ps(device, spec.gpus) * item.kernel.share) for item in launched]
     timeline = _gpu_timeline(spec, templates, launched, base_ps, repeats, origin_ps)
@@ -1595,7 +1729,7 @@ def _gpu_build(
     _gpu_metadata_plane(space, modules)
     for gpu in range(spec.gpus + spec.idle_gpus):
         kernels = timeline.kernels[gpu] if gpu < spec.gpus else None
-        _gpu_device_plane(space, device, gpu, launched, modules, kernels)
+        _gpu_device_plane(space, device, gpu, launched, modules, kernels, spec.graph_launches)
     _gpu_host_plane(space, spec, device, timeline)
     start = _PROFILE_START_NS + 1_000 * spec.seed
     stop = start + (timeline.end_ps + 50 * US) // NS
@@ -2114,8 +2248,10 @@ def write_demo_logdir(
     `inference*` are one host without steps, the others are training runs on every host. The
     device is the `v4`/`v5p`/`v6e` in the run name (default v5p); a run with a `gpu` part in
     its name (`train_gpu`, as in `DEMO_RUNS`; `train_gpu_amd` for AMD) is a GPU training run
-    with host step roots on every host. A v4 training profile also goes straight under
-    `<logdir>/plugins/profile/<date>/` (the logdir itself as a run).
+    with host step roots on every host, with a `graphs` part one whose programs run as XLA
+    command buffers (graph launches, kernels annotated with the launch's `call`). A v4
+    training profile also goes straight under `<logdir>/plugins/profile/<date>/` (the logdir
+    itself as a run).
     Every host gets its own seed.
     """
     logdir = Path(logdir)
@@ -2130,7 +2266,9 @@ def write_demo_logdir(
             path = logdir / run / "plugins" / "profile" / _DEMO_RUN_DIR / f"{host}.xplane.pb"
             if "gpu" in parts:
                 vendor = "amd" if "amd" in parts else "nvidia"
-                space = gpu_xspace(GpuSpec(vendor=vendor, steps=4, host=host, seed=seed))
+                graphs = "launch" if "graphs" in parts else ""
+                spec = GpuSpec(vendor=vendor, steps=4, host=host, seed=seed, graph_launches=graphs)
+                space = gpu_xspace(spec)
             else:
                 steps = 0 if inference else 5
                 space = tpu_xspace(TpuSpec(device=device, steps=steps, host=host, seed=seed))

@@ -8,11 +8,17 @@ cost is counted once per execution, not once per kernel: on one stream, consecut
 kernels of the same op are one execution until the execution's first kernel comes
 again (kernels A B A B are two executions, A A two). Kernels without an HLO op are
 reported. Everything per kernel is array arithmetic; Python touches only distinct ops.
+
+Graph launches (XLA command buffers: ``cuGraphLaunch``, ``hipGraphLaunch``) run many
+kernels under the launch's one correlation id, on one or more streams. Their kernels carry
+either their own instruction or, as XLA's CUPTI collector records today, the annotation
+active at the launch: the command buffer's ``call``, whose cost is its whole computation.
+Either way an op's kernels in one graph launch are one execution of it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,9 +60,32 @@ class Kernels:
     has_correlation: np.ndarray  # bool
     event_flops: np.ndarray  # float64, 0 when absent (a read-only zero view when never present)
     event_bytes: np.ndarray
+    _graph_kernel: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.begin_ps)
+
+    def graph_kernel(self) -> np.ndarray:
+        """Per kernel (bool): does another kernel carry its correlation id, as the kernels
+        of one graph launch do? Computed once."""
+        if self._graph_kernel is None:
+            shared = np.zeros(len(self), bool)
+            ids = self.correlation_id[self.has_correlation]
+            if len(ids):
+                shared[self.has_correlation] = _id_counts(ids, ids) > 1
+            self._graph_kernel = shared
+        return self._graph_kernel
+
+
+def _id_counts(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """How often each of ``wanted`` (uint64 ids, all in ``ids``) occurs in ``ids``."""
+    low = ids.min()
+    if int(ids.max() - low) < 4 * len(ids) + 4096:
+        # Correlation ids number the API calls: dense, so one counting pass does (no sort).
+        counts = np.bincount((ids - low).view(np.int64))
+        return counts[(wanted - low).view(np.int64)]
+    values, counts = np.unique(ids, return_counts=True)
+    return counts[np.searchsorted(values, wanted)]
 
 
 def _stat_or_count(table: EventTable, stat_id: int | None) -> np.ndarray | int:
@@ -186,7 +215,14 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
 
 
 def execution_starts(kernels: Kernels, op: np.ndarray) -> np.ndarray:
-    """Does each kernel start an execution of its op (on its line, in time order)?"""
+    """Does each kernel start an execution of its op (on its line, in time order)?
+
+    The kernels of one graph launch that carry the same op are one execution, started by
+    the earliest, whatever their streams and kernel names: with the launch's annotation
+    on every kernel (the command-buffer call) a graph may run one library kernel several
+    times, and spread over streams. (A loop unrolled inside one graph counts once.)
+    """
+    graph = np.flatnonzero(kernels.graph_kernel())  # before the sort: peak memory
     order = np.lexsort((kernels.begin_ps, kernels.line))
     o, line, kernel = op[order], kernels.line[order], kernels.kernel[order]
     change = np.ones(len(o), bool)
@@ -194,6 +230,13 @@ def execution_starts(kernels: Kernels, op: np.ndarray) -> np.ndarray:
     run_first = np.maximum.accumulate(np.where(change, np.arange(len(o)), 0))
     starts = np.zeros(len(op), bool)
     starts[order] = change | (kernel == kernel[run_first])
+    if len(graph):
+        launch, graph_op = kernels.correlation_id[graph], op[graph]
+        order = np.lexsort((kernels.begin_ps[graph], graph_op, launch))
+        launch, graph_op = launch[order], graph_op[order]
+        first = np.ones(len(order), bool)
+        first[1:] = (launch[1:] != launch[:-1]) | (graph_op[1:] != graph_op[:-1])
+        starts[graph[order]] = first
     return starts
 
 
@@ -338,6 +381,30 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     return stats
 
 
+def cut_graph_launches(kernels: Kernels, op: np.ndarray) -> np.ndarray:
+    """Correlation ids of the graph launches the profile stopped in.
+
+    Only a GPU's latest launch that ran (the highest correlation id: ids number the API
+    calls) can have been cut; it was when another launch of the same graph, one with a
+    kernel like its first (same kernel, same op), ran more kernels. Earlier launches are
+    never suspected: a graph with loops or conditions runs more or fewer kernels per launch.
+    Python loops over GPUs only.
+    """
+    if not kernels.graph_kernel().any():
+        return np.zeros(0, np.uint64)
+    cut = []
+    for plane in np.unique(kernels.plane[kernels.has_correlation]).tolist():
+        on = np.flatnonzero(kernels.has_correlation & (kernels.plane == plane))
+        ids = kernels.correlation_id[on]
+        latest = ids.max()
+        members = on[ids == latest]
+        head = members[np.argmin(kernels.begin_ps[members])]
+        alike = (kernels.kernel[on] == kernels.kernel[head]) & (op[on] == op[head])
+        if _id_counts(ids, np.unique(ids[alike])).max() > len(members):
+            cut.append(latest)
+    return np.array(cut, np.uint64)
+
+
 def gpu_steps(
     kernels: Kernels,
     op: np.ndarray,
@@ -350,8 +417,9 @@ def gpu_steps(
 
     A step's time on a GPU runs from the earlier of the step's start and its first kernel
     to the later of the step's end and its last kernel, summed over the GPUs that ran
-    kernels in it; a step with a launch whose kernel never ran (the profile stopped) is
-    incomplete. ``execution_start``: ``execution_starts`` of the kernels, when known.
+    kernels in it; a step with a launch whose kernel never ran, or a graph launch only part
+    of whose kernels ran (the profile stopped: ``cut_graph_launches``), is incomplete.
+    ``execution_start``: ``execution_starts`` of the kernels, when known.
     Returns the steps and the (count, ps) of kernels no step claims.
     """
     starts = np.array([b for _, b, _ in markers.steps], np.int64)
@@ -379,8 +447,10 @@ def gpu_steps(
     totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
     del cell, first, last, used
     ops = aggregate(kernels, op, table, step, totals, execution_start)
-    # A launch inside a step whose kernel is not in the profile makes the step incomplete.
+    # A launch inside a step whose kernel is not in the profile makes the step incomplete,
+    # and so does a graph launch the profile stopped in.
     ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
+    ran &= ~np.isin(ids, cut_graph_launches(kernels, op))
     launch_step = np.searchsorted(starts, times, side="right") - 1
     inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
     missing = np.bincount(launch_step[inside & ~ran], minlength=count)
