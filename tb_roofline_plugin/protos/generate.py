@@ -1,4 +1,5 @@
-"""Regenerate the committed ``*_pb2.py`` modules from ``proto/`` (development only).
+"""Regenerate the committed ``*_pb2.py`` modules and their ``*_pb2.pyi`` type stubs from
+``proto/`` (development only; the stubs let the type checker see the messages).
 
 Runs grpcio-tools' protoc, then makes two mechanical edits so the modules live
 inside this package: sibling imports become relative, and descriptors go to the
@@ -47,12 +48,13 @@ def render(proto_dir: Path = PROTO_DIR) -> dict[str, str]:
 
     names = [n for n in PROTO_FILES if (proto_dir / n).exists()]
     with tempfile.TemporaryDirectory() as out:
-        code = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}", *names])
+        args = [f"-I{proto_dir}", f"--python_out={out}", f"--pyi_out={out}", *names]
+        code = protoc.main(["protoc", *args])
         if code != 0:
             raise RuntimeError(f"protoc failed with status {code} on {proto_dir}")
         return {
             p.name: _postprocess(p.read_text(encoding="utf-8"))
-            for p in sorted(Path(out).glob("*_pb2.py"))
+            for p in sorted(Path(out).glob("*_pb2.py*"))
         }
 
 
