@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
 
 V = TypeVar("V")
 
@@ -71,16 +71,16 @@ class SingleFlightCache(Generic[V]):
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._unwrap(self._entries[key][0])
-            future = self._pending.get(key)
-            owner = future is None
-            if owner:
-                future = self._pending[key] = Future()
+            waiting = self._pending.get(key)
+            if waiting is None:
+                future: Future = Future()
+                self._pending[key] = future
                 self.computations += 1
-        if not owner:
-            return self._unwrap(future.result())
+        if waiting is not None:
+            return self._unwrap(waiting.result())
         store = True
         try:
-            value: object = compute()
+            value: Any = compute()
             if isinstance(value, Transient):
                 value, store = value.value, False
             size = size_of(value) if store else 0

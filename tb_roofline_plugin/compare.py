@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
     rows = {}
     for i in range(len(ops)):
         module, name = str(ops.name[i]).split("\0", 1)
-        row = {key: float(metrics[field][i]) for key, field in _METRICS}
+        row: dict[str, Any] = {key: float(metrics[field][i]) for key, field in _METRICS}
         row["time_us"] /= divisor
         row["bound_by"] = str(metrics["bound_by"][i])
         row["category"] = str(ops.category[i])
@@ -64,7 +65,7 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
         rows[(module, name)] = row
     prog = program_db([db], True)
     pm = record_metrics(prog, prog.time_ps, peaks, cores)
-    program = {key: float(pm[field][0]) for key, field in _METRICS}
+    program: dict[str, Any] = {key: float(pm[field][0]) for key, field in _METRICS}
     program["time_us"] /= divisor
     program["bound_by"] = str(pm["bound_by"][0])
     return program, rows
@@ -81,17 +82,18 @@ def compare(a: Side, b: Side) -> dict:
     program_a, rows_a = _side_rows(a)
     program_b, rows_b = _side_rows(b)
     program = {"bound_by_a": program_a["bound_by"], "bound_by_b": program_b["bound_by"]}
-    for key in ("time_us", "flop_rate", "hbm_bw", "efficiency"):
-        delta, pct = _delta(program_a[key], program_b[key])
-        program.update({f"{key}_a": program_a[key], f"{key}_b": program_b[key]})
-        program.update({f"{key}_delta": delta, f"{key}_delta_pct": pct})
+    for metric in ("time_us", "flop_rate", "hbm_bw", "efficiency"):
+        delta, pct = _delta(program_a[metric], program_b[metric])
+        program.update({f"{metric}_a": program_a[metric], f"{metric}_b": program_b[metric]})
+        program.update({f"{metric}_delta": delta, f"{metric}_delta_pct": pct})
     ops = []
     for key in list(rows_a) + [k for k in rows_b if k not in rows_a]:
         ra, rb = rows_a.get(key), rows_b.get(key)
+        either = ra if ra is not None else rows_b[key]
         row = {
             "program": key[0],
             "operation": key[1],
-            "category": (ra or rb)["category"],
+            "category": either["category"],
             "only_in": "A" if rb is None else "B" if ra is None else "",
             "bound_by_a": ra["bound_by"] if ra else None,
             "bound_by_b": rb["bound_by"] if rb else None,

@@ -36,8 +36,7 @@ from .op_metrics import (
 )
 from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import PerfEnv, RunEnvironment
-from .profile_reader import HOST_PLANE, Profile, stat_ids, stat_names
-from .protos import xplane_pb2
+from .profile_reader import HOST_PLANE, Plane, Profile, stat_ids, stat_names
 from .step_ops import StepOps, cells, step_ops
 from .wording import numbered
 
@@ -102,7 +101,7 @@ def flight_ends(
     return out
 
 
-def read_host_events(plane: xplane_pb2.XPlane) -> HostEvents:
+def read_host_events(plane: Plane) -> HostEvents:
     begins, ends, flows, has_flows, lengths = [], [], [], [], []
     programs, runs, has_runs, roots = [], [], [], []
     flow_ids, flow_end, execute, schedule = [], [], [], []
@@ -210,7 +209,7 @@ def cpu_ops(
         cost = module.cost(name) if module is not None else None
         static["program_id"][row] = program
         static["name"][row] = name
-        if cost is None:
+        if module is None or cost is None:
             static["category"][row] = "op without HLO module"
             continue
         known[row] = True
@@ -259,7 +258,7 @@ def cpu_op_stats(
     events = read_host_events(plane) if plane is not None else None
     profile.done_reading()
     count = len(events.op) if events is not None else 0
-    if count:
+    if events is not None and count:
         span = int(events.op_end.max() - events.op_begin.min())
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
         all_db = whole.db(0)

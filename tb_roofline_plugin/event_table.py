@@ -18,14 +18,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from .protos import xplane_pb2
 
+_wire: Any
 try:
-    from . import _wire
+    from . import _wire  # type: ignore[attr-defined,no-redef]
 except ImportError:  # built without a C compiler: the numpy/protobuf path does everything
     _wire = None
 
@@ -162,7 +164,7 @@ class _WireObjects(Sequence):
     def __len__(self) -> int:
         return len(self._columns[0])
 
-    def __getitem__(self, index: int) -> str | bytes:
+    def __getitem__(self, index):  # an int: str | bytes; a slice: a list of them
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if self._lists is None:
@@ -296,7 +298,7 @@ def _fast_table(events, timestamp_ns: int) -> EventTable:
         return _table([], [], [], [], (_EMPTY_I64,) * 4, [], timestamp_ns)
     cat = [np.concatenate([p[k] for p in parts]) for k in (1, 2, 3, 5)]
     stat_cols = tuple(np.concatenate([s[i] for s in stats]) for i in range(4))
-    return _table(*cat, stat_cols, [], timestamp_ns)
+    return _table(cat[0], cat[1], cat[2], cat[3], stat_cols, [], timestamp_ns)
 
 
 def _compiled_line_table(
@@ -361,14 +363,16 @@ def _wire_table(event_columns, stats: tuple, timestamp_ns: int, events=None, buf
     stat_kind = np.frombuffer(stats[2], np.int8)
     is_str = stat_kind[stat_kind >= STR] == STR
     objects = _WireObjects(events, obj_event, obj_start, obj_length, is_str, buffer=buffer)
-    table = _table(
-        *event_columns, (stat_event, stat_id, stat_kind, stat_int), objects, timestamp_ns
-    )
+    metadata_id, offset, duration, occurrences = event_columns
+    stat_cols = (stat_event, stat_id, stat_kind, stat_int)
+    table = _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns)
     table.stat_float = stat_float
     return table
 
 
-def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns):
+def _table(
+    metadata_id, offset, duration, occurrences, stat_cols, objects, timestamp_ns: int
+) -> EventTable:
     if abs(int(timestamp_ns)) * 1000 > MAX_TIME_PS:
         raise ValueError(f"line timestamp {timestamp_ns} ns is out of range")
     occurrences = np.asarray(occurrences, np.int64)
@@ -394,7 +398,8 @@ def _table(metadata_id, offset, duration, occurrences, stat_cols, objects, times
 def _slow_table(events, timestamp_ns: int) -> EventTable:
     """The same table from XEvent messages, one at a time (any stat kind)."""
     mids, offsets, durations, occurrences = [], [], [], []
-    stat_event, stat_id, stat_kind, stat_int, stat_float, objects = [], [], [], [], [], []
+    stat_event, stat_id, stat_kind, stat_int, stat_float = [], [], [], [], []
+    objects: list = []
     for i, event in enumerate(events):
         mids.append(event.metadata_id)
         offsets.append(event.offset_ps)
@@ -440,7 +445,7 @@ def _varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
-def may_have_stats(line, stat_ids: list[int]) -> bool:
+def may_have_stats(line, stat_ids: list[int | None]) -> bool:
     """False when no event of the line can carry any of these stats (a cheap byte search).
 
     Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a

@@ -29,8 +29,7 @@ from .host_steps import HostMarkers, host_markers
 from .op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
 from .op_stats import OpStats, StepInfo, table_steps
 from .perf_env import RunEnvironment
-from .profile_reader import GPU_PLANE, HOST_PLANE, Profile, stat_ids, stat_names, stats_dict
-from .protos import xplane_pb2
+from .profile_reader import GPU_PLANE, HOST_PLANE, Plane, Profile, stat_ids, stat_names, stats_dict
 from .step_ops import Cells, StepOps, cells, step_ops
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
@@ -130,7 +129,7 @@ def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int
         parts.setdefault(key, []).append(value)
 
 
-def read_kernels(planes: list[xplane_pb2.XPlane]) -> Kernels:
+def read_kernels(planes: list[Plane]) -> Kernels:
     parts: dict[str, list] = {}
     strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
     line_number = 0
@@ -184,8 +183,8 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
     columns = [prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel]
     dims = [int(c.max()) + 1 if len(c) else 1 for c in columns]
     if np.prod([float(d) for d in dims]) < 2**62:  # one int64 key per combination
-        keys, inverse = np.unique(np.ravel_multi_index(columns, dims), return_inverse=True)
-        combos = np.stack(np.unravel_index(keys, dims), axis=1)
+        flat, inverse = np.unique(np.ravel_multi_index(columns, dims), return_inverse=True)
+        combos = np.stack(np.unravel_index(flat, dims), axis=1)
     else:
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
     table = OpTable([], [], [], [], [])
@@ -197,9 +196,15 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
             name = hlo_op.rsplit("::", 1)[-1]
             module = modules.get(program)
             cost = module.cost(name) if module is not None else None
-            if cost is None:
+            if module is None or cost is None:
                 continue  # XProf drops kernels whose instruction is not found
-            row = (program, name, module.category(name), cost, module.source(name))
+            row: tuple[int, str, str, InstructionCost | None, tuple[str, int, str]] = (
+                program,
+                name,
+                module.category(name),
+                cost,
+                module.source(name),
+            )
         elif tf_op and not tf_op.startswith("XlaModule:"):
             name = f"{tf_op}/{kernels.kernel_names[kc]}"
             program, row = 0, (0, name, "framework op", None, ("", -1, ""))

@@ -14,8 +14,7 @@ import numpy as np
 
 from .event_table import line_tables, may_have_stats
 from .op_metrics import nested_in_earlier
-from .profile_reader import stat_ids
-from .protos import xplane_pb2
+from .profile_reader import Plane, stat_ids
 
 MARKER_STATS = ("_r", "step_num", "correlation_id")
 
@@ -32,7 +31,7 @@ class HostMarkers:
     launch_ps: np.ndarray = field(default_factory=lambda: _NO_TIMES)  # int64 launch begin
 
 
-def valid_step_numbers(num: np.ndarray) -> np.ndarray:
+def valid_step_numbers(num: np.ndarray | np.float64) -> np.ndarray:
     """Step numbers the schema can hold (uint32); anything else is numbered by position."""
     with np.errstate(invalid="ignore"):
         return np.isfinite(num) & (num >= 0) & (num < 2**32) & (num == np.floor(num))
@@ -73,7 +72,7 @@ def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
     )
 
 
-def host_markers(plane: xplane_pb2.XPlane | None) -> HostMarkers:
+def host_markers(plane: Plane | None) -> HostMarkers:
     markers = HostMarkers()
     if plane is None:
         return markers

@@ -8,6 +8,7 @@ layer only ever sees an ``OpMetricsDb``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,9 @@ class OpMetricsDb:
 
     def take(self, index: np.ndarray) -> OpMetricsDb:
         """The rows at ``index`` (a sub-db with the same total time)."""
-        cols = {f.name: getattr(self, f.name)[index] for f in fields(self) if _is_column(f.name)}
+        cols: dict[str, Any] = {
+            f.name: getattr(self, f.name)[index] for f in fields(self) if _is_column(f.name)
+        }
         return replace(self, **cols)
 
 
@@ -66,7 +69,7 @@ def empty_db(total_time_ps: int = 0) -> OpMetricsDb:
     return OpMetricsDb(**empty_columns(0), total_time_ps=total_time_ps)
 
 
-def empty_columns(n: int) -> dict[str, np.ndarray]:
+def empty_columns(n: int) -> dict[str, Any]:
     return {
         "program_id": np.zeros(n, np.uint64),
         "name": np.full(n, "", object),
@@ -147,7 +150,7 @@ def with_idle(db: OpMetricsDb) -> OpMetricsDb:
     row["name"][0] = row["category"][0] = IDLE_NAME
     row["time_ps"][0] = row["self_time_ps"][0] = idle
     row["normalized_time_ps"][0] = idle
-    cols = {k: np.concatenate([getattr(db, k), v]) for k, v in row.items()}
+    cols: dict[str, Any] = {k: np.concatenate([getattr(db, k), v]) for k, v in row.items()}
     return replace(db, **cols)
 
 

@@ -39,7 +39,10 @@ class StepInfo:
 
     @property
     def db(self) -> OpMetricsDb:
-        return self._db if self._db is not None else self.table.db(self.index)
+        if self._db is not None:
+            return self._db
+        assert self.table is not None  # a StepInfo has its db or its table
+        return self.table.db(self.index)
 
     def __repr__(self) -> str:
         return f"StepInfo(step_num={self.step_num}, complete={self.complete})"

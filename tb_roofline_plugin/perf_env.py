@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .profile_reader import as_float, as_str, stat_names, stats_dict
-from .protos import xplane_pb2
+from .profile_reader import Plane, as_float, as_str, stat_names, stats_dict
 
 # Order of PerfEnv.peak_bws (GB/s): XProf's memory-bandwidth indices.
 HBM_RW, SRAM_RD, SRAM_WR, CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR = range(7)
@@ -50,7 +49,7 @@ class RunEnvironment:
     active_core_count: int = 0  # cores with at least one op event (ours, not XProf's)
 
 
-def tpu_perf_env(plane: xplane_pb2.XPlane) -> tuple[PerfEnv, str]:
+def tpu_perf_env(plane: Plane) -> tuple[PerfEnv, str]:
     """PerfEnv and device type string from a TensorCore plane's capability stats."""
     stats = stats_dict(plane.stats, stat_names(plane))
     env = PerfEnv(

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -73,8 +73,8 @@ class LineView:
     event) keeps a profile's memory close to the size of the file.
     """
 
-    __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps")
-    __slots__ += ("raw", "base", "offset")
+    __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps",
+                 "raw", "base", "offset")  # fmt: skip
 
     def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
         header = xplane_lite_pb2.XLineHeader.FromString(raw)
@@ -114,6 +114,10 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
     return PlaneView(xplane_lite_pb2.XPlaneLite.FromString(bytes(rest)), lines)
 
 
+# A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
+Plane = Union[xplane_pb2.XPlane, PlaneView]
+
+
 @dataclass
 class Profile:
     """The decoded part of one host's XSpace."""
@@ -134,10 +138,10 @@ class Profile:
             for plane in self.planes:
                 plane.lines = []
 
-    def plane(self, name: str) -> xplane_pb2.XPlane | None:
+    def plane(self, name: str) -> PlaneView | None:
         return next((p for p in self.planes if p.name == name), None)
 
-    def planes_matching(self, pattern: re.Pattern[str]) -> list[xplane_pb2.XPlane]:
+    def planes_matching(self, pattern: re.Pattern[str]) -> list[PlaneView]:
         """Planes whose name matches, ordered by the number the pattern captures."""
         found = [(int(m.group(1)), p) for p in self.planes if (m := pattern.match(p.name))]
         return [p for _, p in sorted(found, key=lambda t: t[0])]
@@ -276,11 +280,11 @@ def read_profile(
 # --- stats -----------------------------------------------------------------------------------
 
 
-def stat_names(plane: xplane_pb2.XPlane) -> dict[int, str]:
+def stat_names(plane: Plane) -> dict[int, str]:
     return {key: meta.name for key, meta in plane.stat_metadata.items()}
 
 
-def stat_ids(plane: xplane_pb2.XPlane, names: Iterable[str]) -> dict[str, int]:
+def stat_ids(plane: Plane, names: Iterable[str]) -> dict[str, int]:
     """Maps each wanted stat name to its metadata id in this plane (absent names left out)."""
     wanted = set(names)
     return {meta.name: key for key, meta in plane.stat_metadata.items() if meta.name in wanted}
@@ -354,8 +358,8 @@ class LineEvents:
 
 
 def line_events(
-    plane: xplane_pb2.XPlane,
-    line: xplane_pb2.XLine,
+    plane: Plane,
+    line: xplane_pb2.XLine | LineView,
     *,
     numeric_stats: Iterable[str] = (),
     device_time: bool = True,

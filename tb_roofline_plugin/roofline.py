@@ -7,6 +7,7 @@ infinity can come out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,7 +208,7 @@ def _bound_by(
                 )
             )
     else:
-        for label, kind, index in (
+        for memory_label, kind, index in (
             ("CMEM Read", "cmem_read", CMEM_RD),
             ("CMEM Write", "cmem_write", CMEM_WR),
             ("VMEM Read", "vmem_read", VMEM_RD),
@@ -217,7 +218,7 @@ def _bound_by(
             if peak > 0:
                 candidates.append(
                     (
-                        label,
+                        memory_label,
                         safe_divide(out[f"{kind}_bw"], giga_to_gibi(peak)),
                         out[f"{kind}_operational_intensity"],
                         memory[kind] > 0,
@@ -226,10 +227,10 @@ def _bound_by(
     best = np.zeros(n)
     label = np.full(n, "Unknown", object)
     oi = np.zeros(n)
-    for name, util, intensity, enabled in candidates:
+    for memory_name, util, intensity, enabled in candidates:
         wins = enabled & (util > best)
         best = np.where(wins, util, best)
-        label[wins] = name
+        label[wins] = memory_name
         oi = np.where(wins, intensity, oi)
     return label, oi
 
@@ -424,7 +425,7 @@ class RecordSet:
         metrics["bound_by"] = np.zeros(0, object)
         return _record_set(db, metrics, rm.INVALID_RECORD_TYPE, False, 0, np.zeros(0, np.int64))
 
-    def take(self, index: np.ndarray) -> RecordSet:
+    def take(self, index: np.ndarray | slice) -> RecordSet:
         return RecordSet({k: v[index] for k, v in self.columns.items()})
 
     def is_per_step(self) -> np.ndarray:
@@ -587,7 +588,7 @@ def program_records(
     peaks: DatabasePeaks,
     core_count: int,
     include: bool,
-    record_types: list[int],
+    record_types: Sequence[int],
     step_nums: list[int],
     steps_divisors: list[int],
 ) -> RecordSet:

@@ -19,8 +19,16 @@ from .protos import roofline_model_pb2 as rm
 TOTAL = "total"
 AVERAGE = "average"
 
-_DIVIDED = ("time_ps", "self_time_ps", "flops", "model_flops", "bytes_accessed", "breakdown")
-_DIVIDED += ("dma_stall_ps", "normalized_time_ps")
+_DIVIDED = (
+    "time_ps",
+    "self_time_ps",
+    "flops",
+    "model_flops",
+    "bytes_accessed",
+    "breakdown",
+    "dma_stall_ps",
+    "normalized_time_ps",
+)
 
 
 class BadStep(RooflineError):

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, fields
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def cache_key(path: str, size: int, mtime: float, peaks: str | None = None) -> s
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _db_arrays(prefix: str, db: OpMetricsDb) -> dict[str, np.ndarray]:
+def _db_arrays(prefix: str, db: OpMetricsDb) -> dict[str, Any]:
     out = {}
     for f in fields(db):
         if f.name == "extra":
@@ -45,7 +46,7 @@ def _db_arrays(prefix: str, db: OpMetricsDb) -> dict[str, np.ndarray]:
 
 
 def _db_from(prefix: str, data) -> OpMetricsDb:
-    cols = {}
+    cols: dict[str, Any] = {}
     for f in fields(OpMetricsDb):
         if f.name == "extra":
             continue

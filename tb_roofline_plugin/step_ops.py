@@ -10,6 +10,7 @@ made only when somebody asks for that step.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -161,7 +162,7 @@ class StepOps:
         idle_at = int(np.searchsorted(position[order], first_step_rows))
         target = np.empty(len(ops), np.int64)
         target[order] = np.arange(len(ops)) + (np.arange(len(ops)) >= idle_at)
-        out = {}
+        out: dict[str, Any] = {}
         for name, column in self.values.items():
             shape = (len(ops) + 1, *column.shape[1:])
             if name == "has_breakdown":

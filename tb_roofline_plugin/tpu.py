@@ -18,6 +18,7 @@ from .op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from .perf_env import RunEnvironment, tpu_perf_env
 from .profile_reader import (
     TPU_CORE_PLANE,
+    Plane,
     Profile,
     as_float,
     as_str,
@@ -26,7 +27,7 @@ from .profile_reader import (
     stat_names,
     stats_dict,
 )
-from .protos import op_metrics_pb2, xplane_pb2
+from .protos import op_metrics_pb2
 from .step_ops import StepOps, part_cells, step_ops
 
 OP_LINES = ("XLA Ops",)
@@ -62,7 +63,7 @@ def _split_source(source: str) -> tuple[str, int]:
     return source, -1
 
 
-def _op_table(plane: xplane_pb2.XPlane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
     """Per-occurrence cost columns for the distinct ops, and each metadata id's row."""
     names = stat_names(plane)
     unique = np.unique(metadata_ids)
@@ -108,12 +109,12 @@ def _instruction_name(hlo_text: str) -> str:
     return head.lstrip("%")
 
 
-def _steps(plane: xplane_pb2.XPlane) -> list[tuple[int, int, int]]:
+def _steps(plane: Plane) -> list[tuple[int, int, int]]:
     line = next((ln for ln in plane.lines if ln.name == STEPS_LINE), None)
     if line is None:
         return []
     events = line_events(plane, line, numeric_stats=("step_num",))
-    steps = []
+    steps: list[tuple[int, int, int]] = []
     for i in np.argsort(events.begin_ps, kind="stable").tolist():
         num = events.stats["step_num"][i]
         if not valid_step_number(num):
@@ -133,7 +134,7 @@ def _constant_as_view(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
+def core_ops(plane: Plane) -> CoreOps:
     parts = [
         line_events(plane, line, numeric_stats=_EVENT_STATS)
         for line in plane.lines
@@ -164,8 +165,20 @@ def core_ops(plane: xplane_pb2.XPlane) -> CoreOps:
     )
 
 
-_STATIC = ("program_id", "name", "category", "has_breakdown", "source_file", "source_line")
-_STATIC += ("source_stack", "dtype", "flops", "model_flops", "bytes_accessed", "breakdown")
+_STATIC = (
+    "program_id",
+    "name",
+    "category",
+    "has_breakdown",
+    "source_file",
+    "source_line",
+    "source_stack",
+    "dtype",
+    "flops",
+    "model_flops",
+    "bytes_accessed",
+    "breakdown",
+)
 
 
 def windowed_ops(
