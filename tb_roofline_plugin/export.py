@@ -42,7 +42,7 @@ def _memories(stats: OpStats) -> list[tuple[str, int]]:
     kind = stats.run_env.hardware_type
     if kind == "GPU":
         return [("HBM", HBM_RW), ("Shared memory / L1", SRAM_WR)]
-    if kind == "CPU":
+    if main_memory(kind) == "DRAM":
         return [("DRAM", HBM_RW)]
     return [
         ("HBM", HBM_RW),
@@ -51,6 +51,11 @@ def _memories(stats: OpStats) -> list[tuple[str, int]]:
         ("VMEM read", VMEM_RD),
         ("VMEM write", VMEM_WR),
     ]
+
+
+def main_memory(hardware_type: str) -> str:
+    """What the main memory is called on a device: DRAM on a CPU, HBM on accelerators."""
+    return "DRAM" if hardware_type in ("CPU", "CPU_ONLY") else "HBM"
 
 
 def device_summary(stats: OpStats) -> dict:
@@ -74,6 +79,8 @@ def device_summary(stats: OpStats) -> dict:
         "active_core_count": stats.run_env.active_core_count,
         "peak_flop_rate_gflops": peak_gflops,
         "memories": memories,
+        "main_memory": main_memory(stats.run_env.hardware_type),
+        "peaks_known": env.known,
         "has_megacore": env.has_megacore,
         "has_merged_vmem": env.has_merged_vmem,
         "has_cmem": env.has_cmem,
