@@ -57,6 +57,15 @@ class RooflineLoader(base_plugin.TBLoader):
             "--dask ... --cache-dir DIR`), outside the logdir; the plugin never writes there",
         )
 
+        group.add_argument(
+            "--roofline_calibration_dir",
+            metavar="DIR",
+            default=None,
+            help="where the tab's measurement of this machine (`calibrate`, run on request) is "
+            "kept, outside the logdir (default: $XDG_CACHE_HOME/tb-roofline, else "
+            "~/.cache/tb-roofline)",
+        )
+
     def fix_flags(self, flags) -> None:
         for name in ("roofline_cache_mb", "roofline_max_file_mb", "roofline_workers"):
             value = getattr(flags, name, None)

@@ -15,10 +15,11 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from .calibration import Calibrator
 from .discovery import has_profiles
 from .errors import RooflineError
 from .loader import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB
-from .service import RequestError, RooflineService
+from .service import Forbidden, RequestError, RooflineService
 
 PLUGIN_NAME = "roofline"
 RUNS_ROUTE = "/runs"
@@ -27,6 +28,11 @@ STEPS_ROUTE = "/steps"
 DATA_ROUTE = "/data"
 DATA_CSV_ROUTE = "/data_csv"
 COMPARE_ROUTE = "/compare"
+PEAKS_ROUTE = "/peaks"
+CALIBRATE_ROUTE = "/calibrate"
+# A header only same-origin scripts can send (a cross-origin one needs a CORS preflight that
+# TensorBoard never grants), so another web page cannot start a measurement.
+CALIBRATE_HEADER = "X-Roofline-Calibrate"
 STATIC_ROUTE = "/static/*"
 ES_MODULE_PATH = "/static/index.js"
 ACTIVE_TTL_S = 30.0
@@ -95,6 +101,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
             peaks=_flag(context, "roofline_peaks", None),
             workers=_flag(context, "roofline_workers", os.cpu_count() or 1),
             cache_dir=_flag(context, "roofline_cache_dir", None),
+            calibrator=Calibrator(_flag(context, "roofline_calibration_dir", None)),
         )
         self._active: tuple[float, bool] | None = None
 
@@ -110,6 +117,8 @@ class RooflinePlugin(base_plugin.TBPlugin):
             DATA_ROUTE: self._data_route,
             DATA_CSV_ROUTE: self._data_csv_route,
             COMPARE_ROUTE: self._compare_route,
+            PEAKS_ROUTE: self._peaks_route,
+            CALIBRATE_ROUTE: self._calibrate_route,
             STATIC_ROUTE: self._static_route,
         }
 
@@ -168,6 +177,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
                 args.get("tag"),
                 args.get("format"),
                 args.get("step"),
+                args.get("peaks"),
             ),
         )
 
@@ -176,13 +186,38 @@ class RooflinePlugin(base_plugin.TBPlugin):
         args = request.args
         a = (args.get("a_run"), args.get("a_host"), args.get("a_step"))
         b = (args.get("b_run"), args.get("b_host"), args.get("b_step"))
-        return self._json(request, lambda: self._service.compare(a, b))
+        return self._json(request, lambda: self._service.compare(a, b, args.get("peaks")))
+
+    @wrappers.Request.application
+    def _peaks_route(self, request):
+        return self._json(request, self._service.peaks_options)
+
+    @wrappers.Request.application
+    def _calibrate_route(self, request):
+        """GET: the measurement's status (polled); POST: start measuring this machine."""
+        if request.method == "GET":
+            return self._json(request, self._service.calibration)
+        if request.method != "POST":
+            return http_util.Respond(
+                request, {"error": "use GET (status) or POST (start)"}, "application/json", code=405
+            )
+        if request.headers.get(CALIBRATE_HEADER) != "1":
+            return self._error(
+                request, Forbidden(f"POST calibrate needs the header {CALIBRATE_HEADER}: 1")
+            )
+        try:
+            body = self._service.calibrate()
+        except RooflineError as exc:
+            return self._error(request, exc)
+        return http_util.Respond(request, body, "application/json", code=202)
 
     @wrappers.Request.application
     def _data_csv_route(self, request):
         args = request.args
         try:
-            text, name = self._service.data_csv(args.get("run"), args.get("host"), args.get("tag"))
+            text, name = self._service.data_csv(
+                args.get("run"), args.get("host"), args.get("tag"), args.get("peaks")
+            )
         except RooflineError as exc:
             return self._error(request, exc)
         return http_util.Respond(

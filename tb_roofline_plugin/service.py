@@ -16,12 +16,14 @@ import numpy as np
 
 from . import discovery, stats_store
 from .cache import DoNotCache, SingleFlightCache, Transient
+from .calibration import CALIBRATED, Calibrator, inside
 from .compare import Side, compare
 from .convert import convert_file
 from .datatable import csv_file_name, csv_text, datatable_text
 from .errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from .export import json_text, selection_model
 from .op_stats import OpStats, combine_hosts, step_nbytes
+from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devices, with_peaks
 from .perf_env import PerfEnv
 from .protos import roofline_model_pb2 as rm
 from .roofline import RooflineModel, roofline_model
@@ -56,6 +58,16 @@ class BadPeaks(RequestError):
     """The server's --roofline_peaks cannot be used (a configuration problem, not the user's)."""
 
     status = 503
+
+
+class Conflict(RequestError):
+    """The request is valid but needs something first (e.g. a calibration of this machine)."""
+
+    status = 409
+
+
+class Forbidden(RequestError):
+    status = 403
 
 
 class BadProfile(RequestError):
@@ -124,10 +136,18 @@ class RooflineService:
         peaks: str | None = None,
         workers: int = 1,
         cache_dir: str | None = None,
+        calibrator: Calibrator | None = None,
         discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.logdir = logdir
+        self.calibrator = calibrator or Calibrator()
+        if logdir and "://" not in logdir and inside(self.calibrator.cache_dir, logdir):
+            self.calibrator.disabled = (
+                f"the calibration folder {self.calibrator.cache_dir} is inside the logdir, and "
+                "the plugin never writes there: start TensorBoard with "
+                "--roofline_calibration_dir DIR outside it"
+            )
         self.peaks_spec = peaks
         self._peaks: PerfEnv | None = None
         self.workers = max(int(workers), 1)
@@ -273,12 +293,48 @@ class RooflineService:
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
             return self._pool
 
-    def result(self, run: str | None, host: str | None) -> Result:
-        """The converted selection: one host, or all hosts of the run combined."""
+    def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
+        """The request's ``peaks``: None (the profile's, or --roofline_peaks), a built-in
+        device, or ``calibrated`` (this machine's measurement; 409 before there is one)."""
+        value = check_value("peaks", peaks, required=False)
+        if value is None:
+            return None
+        if value == CALIBRATED:
+            if self.calibrator.disabled:
+                raise Conflict(f"calibration is off: {self.calibrator.disabled}")
+            current = self.calibrator.current()
+            if current is None:
+                raise Conflict(
+                    "this machine has not been measured yet: POST calibrate (the tab's "
+                    "'Measure this machine' button) and wait for it to finish"
+                )
+            return PeaksChoice(f"{CALIBRATED}:{current.version}", current.perf_env)
+        try:
+            return builtin_choice(value)
+        except UnknownPeaks as exc:
+            raise BadRequest(str(exc)) from None
+
+    def _judged(self, part: tuple[Result, tuple], choice: PeaksChoice | None):
+        """A host's result judged by the chosen peaks (cached under its own key)."""
+        result, key = part
+        if choice is None:
+            return part
+        peaks_key = ("peaks", choice.key, key)
+
+        def judge() -> Result:
+            stats = with_peaks(result.stats, choice.perf_env)
+            return Result(stats, roofline_model(stats), result.sources)
+
+        return self.cache.get(peaks_key, judge, Result.size_bytes), peaks_key
+
+    def result(self, run: str | None, host: str | None, peaks: str | None = None) -> Result:
+        """The converted selection: one host, or all hosts of the run combined; ``peaks``
+        (see ``peaks_choice``) judges it by other peaks."""
         files = self._host_files(run, host)
+        choice = self.peaks_choice(peaks)
         fs = discovery.filesystem(self.logdir)
         self._prefetch(fs, files)
-        parts = [self._host_result(fs, f) for f in files]
+        parts = [self._judged(self._host_result(fs, f), choice) for f in files]
         if len(parts) == 1:
             return parts[0][0]
         key = ("all", tuple(k for _, k in parts))
@@ -288,6 +344,23 @@ class RooflineService:
             return Result(stats, roofline_model(stats), [f.path for f in files])
 
         return self.cache.get(key, combine, Result.size_bytes)
+
+    def peaks_options(self) -> dict:
+        """What the tab offers: built-in devices, this machine's calibration, the server's."""
+        return {
+            "builtin": builtin_devices(),
+            "calibration": self.calibrator.status(),
+            "server_peaks": bool(self.peaks_spec),
+        }
+
+    def calibration(self) -> dict:
+        return self.calibrator.status()
+
+    def calibrate(self) -> dict:
+        """Starts measuring this machine (once at a time); 409 when calibration is off."""
+        if self.calibrator.disabled:
+            raise Conflict(f"calibration is off: {self.calibrator.disabled}")
+        return self.calibrator.start()
 
     def steps(self, run: str | None, host: str | None) -> dict:
         stats = self.result(run, host).stats
@@ -306,10 +379,12 @@ class RooflineService:
         tag: str | None,
         fmt: str | None,
         step: str | None = None,
+        peaks: str | None = None,
     ) -> str:
         """The roofline of a selection as JSON text (``datatable`` or ``json``).
 
-        ``step`` (json only) is ``total`` (default), ``average`` or a step number.
+        ``step`` (json only) is ``total`` (default), ``average`` or a step number; ``peaks``
+        see ``peaks_choice``.
         """
         self._check_tag(tag)
         fmt = check_value("format", fmt, required=False) or "datatable"
@@ -318,7 +393,7 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        result = self.result(run, host)
+        result = self.result(run, host, peaks)
         try:
             return result.rendered(fmt, chosen)
         except NotFound as exc:
@@ -331,11 +406,11 @@ class RooflineService:
         except BadStep as exc:
             raise BadRequest(str(exc)) from None
 
-    def compare(self, a: tuple, b: tuple) -> dict:
-        """Compares two (run, host, step) selections; see ``compare.compare``."""
+    def compare(self, a: tuple, b: tuple, peaks: str | None = None) -> dict:
+        """Compares two (run, host, step) selections, both judged by ``peaks``."""
         sides = []
         for name, (run, host, step) in (("a", a), ("b", b)):
-            result = self.result(run, host)
+            result = self.result(run, host, peaks)
             try:
                 selection = select(result.stats, self._step(step))
             except NotFound as exc:
@@ -343,10 +418,12 @@ class RooflineService:
             sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
         return compare(*sides)
 
-    def data_csv(self, run: str | None, host: str | None, tag: str | None) -> tuple[str, str]:
+    def data_csv(
+        self, run: str | None, host: str | None, tag: str | None, peaks: str | None = None
+    ) -> tuple[str, str]:
         """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
         tag = self._check_tag(tag)
-        text = self.result(run, host).rendered("csv")
+        text = self.result(run, host, peaks).rendered("csv")
         return text, csv_file_name(tag, run or "", host or "")
 
     @staticmethod
