@@ -11,10 +11,10 @@ function url(route, params) {
   return query ? `./${route}?${query}` : `./${route}`;
 }
 
-async function fetchJson(target, route) {
+async function fetchJson(target, route, init = {}) {
   let response;
   try {
-    response = await fetch(target, {credentials: 'same-origin'});
+    response = await fetch(target, {credentials: 'same-origin', ...init});
   } catch (err) {
     throw new ApiError(`The TensorBoard server did not answer (${route}). Is it still running?`);
   }
@@ -47,22 +47,33 @@ function getJson(route, params = {}, {cached = false} = {}) {
   return pending;
 }
 
+/** The `peaks` parameter, only when one is chosen (the default keeps the old URLs). */
+const withPeaks = (params, peaks) => (peaks ? {...params, peaks} : params);
+
 export const api = {
   runs: () => getJson('runs'),
   hosts: (run) => getJson('hosts', {run}),
   steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
-  /** Our json form of one selection; step is 'total', 'average' or a step number. */
-  roofline: (run, host, step = 'total') =>
-    getJson('data', {run, host, tag: 'roofline_model', format: 'json', step}, {cached: true}),
-  compare: (a, b) =>
+  /** Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or a `peaks` value. */
+  roofline: (run, host, step = 'total', peaks = '') =>
+    getJson('data', withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks), {cached: true}),
+  compare: (a, b, peaks = '') =>
     getJson(
       'compare',
-      {
+      withPeaks({
         a_run: a.run, a_host: a.host, a_step: a.step,
         b_run: b.run, b_host: b.host, b_step: b.step,
-      },
+      }, peaks),
       {cached: true},
     ),
+  /** The peaks the tab can offer: built-in devices, this machine's calibration. */
+  peaks: () => getJson('peaks'),
+  /** The calibration's status (polled while it runs). */
+  calibration: () => getJson('calibrate'),
+  /** Starts measuring this machine on the server. */
+  calibrate: () => fetchJson(url('calibrate'), 'calibrate', {method: 'POST', headers: {'X-Roofline-Calibrate': '1'}}),
+  /** Forgets cached answers (a new calibration changes what `peaks=calibrated` means). */
+  forget: () => cache.clear(),
   /** XProf's CSV of the whole table (every record set), straight from the server. */
   csvUrl: (run, host) => url('data_csv', {run, host, tag: 'roofline_model'}),
 };

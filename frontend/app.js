@@ -5,8 +5,11 @@ import {CompareView} from './compare.js';
 import {peaksSourceText} from './device.js';
 import {el, show, status} from './dom.js';
 import {ModelView} from './model_view.js';
+import {CALIBRATED, validPeaks} from './peaks.js';
 import {renderSidebar} from './sidebar.js';
 import {remember, restore, state, stepOptions} from './state.js';
+
+const CALIBRATION_POLL_MS = 1000;
 
 const NO_RUNS =
   'No profiles found in this logdir. Record one (jax.profiler.trace, tf.profiler, PyTorch/XLA); ' +
@@ -19,10 +22,16 @@ export class App {
     this.compareNode = el('div', {id: 'compare-view', class: 'view', hidden: true});
     this.main = el('main', {class: 'main', id: 'main'}, this.modelNode, this.compareNode);
     show(root, this.sidebar, this.main);
-    this.model = new ModelView(this.modelNode, {onChooseStep: (step) => this.setStep(step)});
+    this.model = new ModelView(this.modelNode, {
+      onChooseStep: (step) => this.setStep(step),
+      onChoosePeaks: (peaks) => this.setPeaks(peaks),
+      onCalibrate: () => this.calibrate(),
+    });
     this.compare = new CompareView(this.compareNode);
     this.sides = {a: {hosts: [], steps: null}, b: {hosts: [], steps: null}};
     this.peaksText = '';
+    this.peaksChoices = null; // the `peaks` route's answer
+    this.polling = null;
   }
 
   async start() {
@@ -43,6 +52,9 @@ export class App {
     const saved = restore();
     state.tool = saved.tool === 'compare' ? 'compare' : 'model';
     state.include = saved.include !== false;
+    await this.loadPeaksChoices();
+    state.peaks = validPeaks(this.peaksChoices).includes(saved.peaks) ? saved.peaks : '';
+    if (this.peaksChoices && this.peaksChoices.calibration.state === 'running') this.pollCalibration();
     const run = state.runs.includes(saved.run) ? saved.run : state.runs[0];
     if (saved.compare && saved.compare.a && saved.compare.b) state.compare = saved.compare;
     await this.chooseRun(run, saved);
@@ -61,6 +73,7 @@ export class App {
         state.include = include;
         this.update();
       },
+      peaks: (peaks) => this.setPeaks(peaks),
       side: {
         run: (side, run) => this.chooseSide(side, {run, host: '', step: 'total'}),
         host: (side, host) => this.chooseSide(side, {...state.compare[side], host, step: 'total'}),
@@ -75,7 +88,7 @@ export class App {
   /** Redraws the sidebar, keeping keyboard focus on the control that had it. */
   renderSidebar() {
     const focused = document.activeElement && this.sidebar.contains(document.activeElement) ? document.activeElement.id : '';
-    renderSidebar(this.sidebar, state, this.sides, this.handlers(), this.peaksText);
+    renderSidebar(this.sidebar, state, this.sides, this.handlers(), this.peaksText, this.peaksChoices);
     const again = focused && document.getElementById(focused);
     if (again) again.focus();
   }
@@ -97,7 +110,7 @@ export class App {
 
   async chooseHost(host, savedStep) {
     state.host = host;
-    if (host) api.roofline(state.run, host, 'total').catch(() => {}); // needed by every view: start now
+    if (host) api.roofline(state.run, host, 'total', state.peaks).catch(() => {}); // needed by every view: start now
     try {
       state.steps = await api.steps(state.run, host);
     } catch (err) {
@@ -164,15 +177,71 @@ export class App {
       await Promise.all([this.loadSide('a', state.compare.a), this.loadSide('b', state.compare.b)]);
       remember();
       this.renderSidebar();
-      await this.compare.show(state.compare.a, state.compare.b);
+      await this.compare.show(state.compare.a, state.compare.b, state.peaks);
       this.setPeaksText(this.compare.peaksSource ? `A: ${peaksSourceText(this.compare.peaksSource)}` : '');
       return;
     }
     this.renderSidebar();
-    await this.model.show({run: state.run, host: state.host, step: state.step, include: state.include});
+    await this.model.show({run: state.run, host: state.host, step: state.step, include: state.include, peaks: state.peaks});
     const data = this.model.data;
     const text = data && this.modelNode.dataset.state === 'ready' ? peaksSourceText((data.device || {}).peaks_source) : '';
     this.setPeaksText(text);
+  }
+
+  /** The peaks every view is judged by: '' (the profile's own), 'calibrated' or a built-in key. */
+  setPeaks(peaks) {
+    state.peaks = validPeaks(this.peaksChoices).includes(peaks) ? peaks : '';
+    return this.update();
+  }
+
+  async loadPeaksChoices() {
+    try {
+      this.peaksChoices = await api.peaks();
+    } catch (err) {
+      this.peaksChoices = null; // only the profile's own peaks are offered
+    }
+    this.model.setPeaksChoices(this.peaksChoices);
+  }
+
+  /** Starts measuring this machine on the server, then polls until it is done. */
+  async calibrate() {
+    try {
+      const status = await api.calibrate();
+      this.showCalibration(status);
+    } catch (err) {
+      this.showCalibration({state: 'failed', available: false, error: err.message});
+      return;
+    }
+    this.pollCalibration();
+  }
+
+  pollCalibration() {
+    if (this.polling) return;
+    const tick = async () => {
+      let status;
+      try {
+        status = await api.calibration();
+      } catch (err) {
+        status = {state: 'failed', available: false, error: err.message};
+      }
+      this.showCalibration(status);
+      if (status.state === 'running') {
+        this.polling = setTimeout(tick, CALIBRATION_POLL_MS);
+        return;
+      }
+      this.polling = null;
+      if (status.state === 'done') {
+        api.forget(); // 'calibrated' now means the new figures
+        await this.loadPeaksChoices();
+        await this.setPeaks(CALIBRATED);
+      }
+    };
+    this.polling = setTimeout(tick, CALIBRATION_POLL_MS);
+  }
+
+  showCalibration(status) {
+    this.peaksChoices = {...(this.peaksChoices || {builtin: [], server_peaks: false}), calibration: status};
+    this.model.setPeaksChoices(this.peaksChoices);
   }
 
   setPeaksText(text) {

@@ -5,34 +5,43 @@
 import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct} from './format.js';
 import {PALETTE, SYMBOLS} from './theme.js';
 import {baseLayout, ranges, roofTraces} from './roofs.js';
+import {boundByLabel, chartIntensity, plottable} from './model.js';
 
 const G = 1e9;
 const MAX_MARKER_PX = 46; // diameter of the op with the most self time
+const MAX_STEP_LABELS = 40; // step numbers written next to their points up to this many
 
 const EXTRA_MEMORIES = [
   ['vmem_read_bw', 'VMEM read'], ['vmem_write_bw', 'VMEM write'],
   ['cmem_read_bw', 'CMEM read'], ['cmem_write_bw', 'CMEM write'],
 ];
 
-/** Hover text of one op: every metric, profile strings escaped. */
-export function opHover(row) {
+const NO_PEAKS_HOVER = 'no peaks known: no bound, efficiency or wasted time';
+
+/** Hover text of one op: every metric, profile strings escaped; `roofless`: no peaks known. */
+export function opHover(row, roofless = false) {
   const r = row.record;
+  const memory = row.memoryName || 'HBM';
   const lines = [
     `<b>${esc(row.name)}</b>`,
     `${esc(row.category)} · program ${esc(row.program)}`,
     `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ran ${esc(num(row.occurrences))}×`,
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
-    `HBM ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
+    `${esc(memory)} ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
   ];
   const extra = EXTRA_MEMORIES.filter(([field]) => (r[field] || 0) > 0)
     .map(([field, name]) => `${name} ${esc(byteRate(gibToGb(r[field])))}`);
   if (extra.length) lines.push(extra.join(' · '));
-  lines.push(
-    `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
-    `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
-      `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
-    `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
-  );
+  if (roofless) {
+    lines.push(`dtype ${esc(row.dtype || 'unknown')} · ${NO_PEAKS_HOVER}`);
+  } else {
+    lines.push(
+      `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
+      `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
+        `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
+      `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
+    );
+  }
   if (r.source_info && r.source_info.file_name) {
     lines.push(`source ${esc(r.source_info.file_name)}:${esc(r.source_info.line_number ?? '')}`);
   }
@@ -41,12 +50,13 @@ export function opHover(row) {
   return lines.join('<br>');
 }
 
-function programHover(label, r) {
+function programHover(label, r, memory = 'HBM', roofless = false) {
   return [
     `<b>${esc(label)}</b>`,
     `time ${esc(duration(r.total_time_in_us || 0))} · performance ${esc(flopRate(r.measured_flop_rate || 0))}`,
-    `intensity ${esc(num(r.bottleneck_operational_intensity || 0))} FLOP/byte · HBM ${esc(byteRate(gibToGb(r.hbm_bw || 0)))}`,
-    `bound by <b>${esc(r.bound_by || 'Unknown')}</b> · roofline efficiency ${esc(pct(r.roofline_efficiency || 0))}`,
+    `intensity ${esc(num(chartIntensity(r)))} FLOP/byte · ${esc(memory)} ${esc(byteRate(gibToGb(r.hbm_bw || 0)))}`,
+    roofless ? NO_PEAKS_HOVER
+      : `bound by <b>${esc(boundByLabel(r.bound_by, memory))}</b> · roofline efficiency ${esc(pct(r.roofline_efficiency || 0))}`,
   ].join('<br>');
 }
 
@@ -63,11 +73,11 @@ export function categoryStyles(categories) {
  * The op-level chart: one dot per plottable op (area ∝ self time, colour by category), the
  * Program as a star, roofs, ridge points, regions, and a highlight ring for the chosen op.
  */
-export function opFigure({rows, program, roofs, styles, colors: c, selectedKey}) {
+export function opFigure({rows, program, roofs, styles, colors: c, selectedKey, memory = 'HBM'}) {
   const plotted = rows.filter((row) => row.plottable);
   const points = plotted.map((row) => ({x: row.intensity, y: row.flopRate * G}));
-  const programPlottable = program && program.measured_flop_rate > 0 && program.bottleneck_operational_intensity > 0;
-  if (programPlottable) points.push({x: program.bottleneck_operational_intensity, y: program.measured_flop_rate * G});
+  const programPlottable = program && plottable(program);
+  if (programPlottable) points.push({x: chartIntensity(program), y: program.measured_flop_rate * G});
   const range = ranges(points, roofs);
   const {traces, annotations} = roofTraces(roofs, range, c);
   const maxSelf = Math.max(...plotted.map((row) => row.selfTimeUs), 1e-9);
@@ -85,7 +95,7 @@ export function opFigure({rows, program, roofs, styles, colors: c, selectedKey})
       type: 'scatter', mode: 'markers', name: `${esc(category || 'uncategorized')} (${list.length})`,
       legendgroup: 'ops', legendgrouptitle: first ? {text: 'Ops by category'} : undefined,
       x: list.map((row) => row.intensity), y: list.map((row) => row.flopRate * G),
-      customdata: list.map((row) => row.key), text: list.map(opHover),
+      customdata: list.map((row) => row.key), text: list.map((row) => opHover(row, roofs.none)),
       hovertemplate: '%{text}<extra></extra>',
       marker: {
         color: style.color, symbol: style.symbol, opacity: 0.85,
@@ -100,9 +110,9 @@ export function opFigure({rows, program, roofs, styles, colors: c, selectedKey})
   if (programPlottable) {
     traces.push({
       type: 'scatter', mode: 'markers', name: 'Program', legendgroup: 'program',
-      x: [program.bottleneck_operational_intensity], y: [program.measured_flop_rate * G],
+      x: [chartIntensity(program)], y: [program.measured_flop_rate * G],
       marker: {symbol: 'star', size: 20, color: c.program, line: {color: c.paper, width: 1.5}},
-      text: [programHover('Program (the whole selection)', program)], hovertemplate: '%{text}<extra></extra>',
+      text: [programHover('Program (the whole selection)', program, memory, roofs.none)], hovertemplate: '%{text}<extra></extra>',
       meta: {kind: 'program'},
     });
   }
@@ -117,9 +127,10 @@ export function opFigure({rows, program, roofs, styles, colors: c, selectedKey})
 }
 
 /** The program-level chart: Total, Average step and each step as points. */
-export function programFigure({points, roofs, colors: c, selectedStep, incomplete}) {
-  const shown = points.filter((p) => p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0);
-  const xy = shown.map((p) => ({x: p.record.bottleneck_operational_intensity, y: p.record.measured_flop_rate * G}));
+export function programFigure({points, roofs, colors: c, selectedStep, incomplete, memory = 'HBM'}) {
+  const shown = points.filter((p) => plottable(p.record));
+  const xy = shown.map((p) => ({x: chartIntensity(p.record), y: p.record.measured_flop_rate * G}));
+  const labelSteps = shown.length <= MAX_STEP_LABELS; // past this, numbers would cover the points
   const range = ranges(xy, roofs);
   const {traces, annotations} = roofTraces(roofs, range, c, {legend: false});
   const groups = [
@@ -132,11 +143,11 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
     if (!list.length) continue;
     traces.push({
       type: 'scatter', mode: 'markers+text', name, legendgroup: 'program',
-      x: list.map((p) => p.record.bottleneck_operational_intensity),
+      x: list.map((p) => chartIntensity(p.record)),
       y: list.map((p) => p.record.measured_flop_rate * G),
-      text: list.map((p) => (p.step === 'total' || p.step === 'average' ? '' : p.step)),
+      text: list.map((p) => (p.step === 'total' || p.step === 'average' || !labelSteps ? '' : p.step)),
       textposition: 'top center', textfont: {size: 10, color: c.muted},
-      hovertext: list.map((p) => programHover(p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''), p.record)),
+      hovertext: list.map((p) => programHover(p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''), p.record, memory, roofs.none)),
       hovertemplate: '%{hovertext}<extra></extra>', customdata: list.map((p) => p.step),
       marker: {
         symbol: list.map((p) => (incomplete.has(p.step) ? `${symbol}-open` : symbol)), size, color,

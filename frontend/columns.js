@@ -7,27 +7,32 @@ import {micros, num, pct, signed} from './format.js';
 const n = (key, label, value, text, extra = {}) => ({key, label, value, text, numeric: true, ...extra});
 const s = (key, label, value, extra = {}) => ({key, label, value, text: value, ...extra});
 
-export const OP_COLUMNS = [
-  n('rank', 'Rank', (r) => r.rank, (r) => String(r.rank), {title: 'Rank by self time (1 = most time)'}),
-  s('operation', 'Operation', (r) => r.name, {
-    wrap: true,
-    render: (r) => [el('span', {class: 'op-name', text: r.name}), el('span', {class: 'guidance', text: r.guidance})],
-    exports: [['operation', 'Operation', (r) => r.name], ['guidance', 'Guidance', (r) => r.guidance]],
-    title: 'Sort by op name; below each name, one line of guidance',
-  }),
-  s('category', 'Category', (r) => r.category),
-  n('self_time_us', 'Self time (µs)', (r) => r.selfTimeUs, (r) => micros(r.selfTimeUs)),
-  n('time_share', 'Share', (r) => r.share, (r) => pct(r.share), {title: 'Self time as a share of the selection\'s time'}),
-  n('wasted_us', 'Wasted (µs)', (r) => r.wastedUs, (r) => micros(r.wastedUs), {title: 'Time × (1 − roofline efficiency): what a perfect op would save'}),
-  n('wasted_rank', 'Wasted rank', (r) => r.wastedRank, (r) => (r.wastedRank ? String(r.wastedRank) : ''), {title: '1 = most wasted time'}),
-  s('bound_by', 'Bound by', (r) => r.boundBy),
-  n('efficiency', 'Roofline eff.', (r) => r.efficiency, (r) => pct(r.efficiency), {title: 'Share of the attainable roof reached (largest utilization)'}),
-  n('gflops', 'GFLOP/s', (r) => r.flopRate, (r) => num(r.flopRate)),
-  n('intensity', 'FLOP/byte', (r) => r.intensity, (r) => num(r.intensity), {title: 'Operational intensity against the bounding memory'}),
-  n('hbm_gbps', 'HBM GB/s', (r) => r.hbmGbps, (r) => num(r.hbmGbps), {title: 'HBM bandwidth in GB/s (10⁹ bytes/s)'}),
-  s('dtype', 'dtype', (r) => r.dtype || '—', {csv: (r) => r.dtype}),
-  s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
-];
+/** The op table's columns; `memory` names the main memory (HBM, or DRAM on a CPU). */
+export function opColumns(memory = 'HBM') {
+  return [
+    n('rank', 'Rank', (r) => r.rank, (r) => String(r.rank), {title: 'Rank by self time (1 = most time)'}),
+    s('operation', 'Operation', (r) => r.name, {
+      wrap: true,
+      render: (r) => [el('span', {class: 'op-name', text: r.name}), el('span', {class: 'guidance', text: r.guidance})],
+      exports: [['operation', 'Operation', (r) => r.name], ['guidance', 'Guidance', (r) => r.guidance]],
+      title: 'Sort by op name; below each name, one line of guidance',
+    }),
+    s('category', 'Category', (r) => r.category),
+    n('self_time_us', 'Self time (µs)', (r) => r.selfTimeUs, (r) => micros(r.selfTimeUs)),
+    n('time_share', 'Share', (r) => r.share, (r) => pct(r.share), {title: 'Self time as a share of the selection\'s time'}),
+    n('wasted_us', 'Wasted (µs)', (r) => r.wastedUs, (r) => (r.roofless ? '—' : micros(r.wastedUs)), {title: 'Time × (1 − roofline efficiency): what a perfect op would save'}),
+    n('wasted_rank', 'Wasted rank', (r) => r.wastedRank, (r) => (r.wastedRank && !r.roofless ? String(r.wastedRank) : ''), {title: '1 = most wasted time'}),
+    s('bound_by', 'Bound by', (r) => r.boundBy),
+    n('efficiency', 'Roofline eff.', (r) => r.efficiency, (r) => (r.roofless ? '—' : pct(r.efficiency)), {title: 'Share of the attainable roof reached (largest utilization)'}),
+    n('gflops', 'GFLOP/s', (r) => r.flopRate, (r) => num(r.flopRate)),
+    n('intensity', 'FLOP/byte', (r) => r.intensity, (r) => num(r.intensity), {title: 'Operational intensity against the bounding memory (without peaks: FLOPs per byte accessed)'}),
+    n('hbm_gbps', `${memory} GB/s`, (r) => r.hbmGbps, (r) => num(r.hbmGbps), {title: `${memory} bandwidth in GB/s (10⁹ bytes/s)`}),
+    s('dtype', 'dtype', (r) => r.dtype || '—', {csv: (r) => r.dtype}),
+    s('program', 'Program', (r) => r.program, {cellClass: 'muted small', title: 'HLO module (program) id'}),
+  ];
+}
+
+export const OP_COLUMNS = opColumns();
 
 const fixed2 = (v) => v.toFixed(2);
 const pair = (a, b, f) => `${f(a)} → ${f(b)}`;

@@ -8,7 +8,7 @@ import {COMPARE_COLUMNS} from './columns.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct, signed} from './format.js';
-import {opKey, plottable, roofModel, selectionRecords} from './model.js';
+import {boundByLabel, chartIntensity, mainMemory, opKey, plottable, roofModel, selectionRecords} from './model.js';
 import {loadPlotly} from './plotly.js';
 import {selectionLabel} from './state.js';
 import {SortableTable} from './table.js';
@@ -26,26 +26,26 @@ function finder(records) {
   return (program, name) => byKey.get(opKey(program, name)) || byName.get(name) || null;
 }
 
-function point(record, side, label) {
+function point(record, side, label, memory) {
   if (!record || !plottable(record)) return null;
   const hover = [
     `<b>${esc(record.hlo_name)}</b> (${side}: ${esc(label)})`,
     `time ${esc(duration(record.total_time_in_us || 0))} · ${esc(flopRate(record.measured_flop_rate))}`,
-    `intensity ${esc(num(record.bottleneck_operational_intensity))} FLOP/byte`,
-    `bound by <b>${esc(record.bound_by || 'Unknown')}</b> · roofline efficiency ${esc(pct(record.roofline_efficiency || 0))}`,
+    `intensity ${esc(num(chartIntensity(record)))} FLOP/byte`,
+    `bound by <b>${esc(boundByLabel(record.bound_by, memory))}</b> · roofline efficiency ${esc(pct(record.roofline_efficiency || 0))}`,
   ].join('<br>');
-  return {x: record.bottleneck_operational_intensity, y: record.measured_flop_rate * G, hover};
+  return {x: chartIntensity(record), y: record.measured_flop_rate * G, hover};
 }
 
 const fixed2 = (v) => v.toFixed(2);
 
-export function summaryText(p) {
+export function summaryText(p, memory = 'HBM') {
   const parts = [
     `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
       `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`,
     `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
     `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`,
-    `bound by ${p.bound_by_a || 'Unknown'} → ${p.bound_by_b || 'Unknown'}`,
+    `bound by ${boundByLabel(p.bound_by_a, memory)} → ${boundByLabel(p.bound_by_b, memory)}`,
   ];
   const verdict = p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'Same program time';
   return `${verdict}: ${parts.join('; ')}.`;
@@ -58,7 +58,8 @@ export class CompareView {
     onThemeChange(() => this.redraw());
   }
 
-  async show(a, b) {
+  /** a, b: {run, host, step}; peaks: '' (the profiles' own) or the `peaks` value of the API. */
+  async show(a, b, peaks = '') {
     const token = ++this.token;
     this.labels = {a: selectionLabel(a.run, a.host, a.step), b: selectionLabel(b.run, b.host, b.step)};
     this.container.dataset.state = 'loading';
@@ -71,7 +72,7 @@ export class CompareView {
     let Plotly;
     try {
       [result, dataA, dataB, Plotly] = await Promise.all([
-        api.compare(a, b), api.roofline(a.run, a.host, a.step), api.roofline(b.run, b.host, b.step), loadPlotly(),
+        api.compare(a, b, peaks), api.roofline(a.run, a.host, a.step, peaks), api.roofline(b.run, b.host, b.step, peaks), loadPlotly(),
       ]);
     } catch (err) {
       if (token !== this.token) return;
@@ -91,6 +92,8 @@ export class CompareView {
   }
 
   prepare(a, b, dataA, dataB) {
+    this.memory = mainMemory(dataA.device || {});
+    const memory = this.memory;
     const selA = selectionRecords(dataA, a.step, true);
     const selB = selectionRecords(dataB, b.step, true);
     const findA = finder(selA.ops);
@@ -101,14 +104,14 @@ export class CompareView {
     this.unplaced = 0;
     for (const op of this.result.ops || []) {
       op.key = opKey(op.program, op.operation);
-      const pa = op.only_in === 'B' ? null : point(findA(op.program, op.operation), 'A', this.labels.a);
-      const pb = op.only_in === 'A' ? null : point(findB(op.program, op.operation), 'B', this.labels.b);
+      const pa = op.only_in === 'B' ? null : point(findA(op.program, op.operation), 'A', this.labels.a, memory);
+      const pb = op.only_in === 'A' ? null : point(findB(op.program, op.operation), 'B', this.labels.b, memory);
       if (pa && pb) this.pairs.push({a: pa, b: pb, op});
       else if (pa && op.only_in === 'A') this.onlyA.push(pa);
       else if (pb && op.only_in === 'B') this.onlyB.push(pb);
       else this.unplaced += 1;
     }
-    this.programs = [point(selA.program, 'A', this.labels.a), point(selB.program, 'B', this.labels.b)];
+    this.programs = [point(selA.program, 'A', this.labels.a, memory), point(selB.program, 'B', this.labels.b, memory)];
     this.roofs = roofModel(dataA.device || {}, [selA.program, ...selA.ops].filter(Boolean));
     this.peaksSource = (dataA.device || {}).peaks_source || '';
     const devA = (dataA.device || {}).device_type;
@@ -130,13 +133,14 @@ export class CompareView {
     if (only('A') || only('B')) notes.push(`${only('A')} op(s) only in A, ${only('B')} only in B.`);
     if (this.unplaced) notes.push(`${this.unplaced} op(s) with no FLOPs or no byte counts are in the table only.`);
     if (this.deviceNote) notes.push(this.deviceNote);
+    if (this.roofs.none) notes.push('No peaks known: no roofs; ops are placed by operational intensity (FLOPs per byte accessed). Choose Device peaks in the sidebar to draw roofs.');
     show(
       this.container,
       el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Compare'}),
         el('p', {class: 'muted selection-label'}, el('span', {class: 'side a', text: 'A'}), ` ${this.labels.a}  `, el('span', {class: 'side b', text: 'B'}), ` ${this.labels.b}`)),
       el('section', {class: 'panel summary', 'aria-label': 'Program summary'},
-        el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p)}),
-        el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; HBM ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`})),
+        el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p, this.memory)}),
+        el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`})),
       el('section', {class: 'panel', 'aria-labelledby': 'compare-chart-title'},
         el('div', {class: 'section-head'}, el('h3', {id: 'compare-chart-title', text: 'Ops, A → B'}),
           exportButtons('Chart export', [

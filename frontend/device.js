@@ -2,13 +2,15 @@
 // diagnostics and notes, in plain words.
 
 import {el} from './dom.js';
-import {byteRate, duration, flopRate, num} from './format.js';
+import {byteRate, duration, flopRate, namesPhrase, num, readableMessage} from './format.js';
+import {mainMemory} from './model.js';
 
 const CORE_WORD = {TPU: 'TensorCores', GPU: 'GPUs', CPU: 'CPU cores'};
+const MAX_MESSAGES = 8; // per kind; the rest are counted, not listed
 
 /** Where the peaks came from, in words. */
 export function peaksSourceText(source) {
-  if (!source || source === 'none') return 'unknown: the profile has none (start TensorBoard with --roofline_peaks)';
+  if (!source || source === 'none') return 'none known: the profile carries none (choose Device peaks in the sidebar)';
   if (source === 'profile') return "the profile (the device's capability stats)";
   return source;
 }
@@ -25,7 +27,22 @@ function facts(items) {
   return el('dl', {class: 'facts'}, items.map(([term, value]) => [el('dt', {text: term}), el('dd', {}, value)]));
 }
 
+function unknownPeaksTable(device) {
+  const row = (name, what) => el('tr', {}, el('th', {scope: 'row', text: name}), el('td', {class: 'num', text: 'unknown'}), el('td', {text: what}));
+  return el(
+    'table', {class: 'peaks', 'data-peaks': 'unknown'},
+    el('caption', {class: 'sr-only', text: 'Device peaks (none known)'}),
+    el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Peak'}), el('th', {scope: 'col', class: 'num', text: 'Value'}), el('th', {scope: 'col', text: ''}))),
+    el('tbody', {},
+      row('compute', 'not in the profile: no compute roof'),
+      row(mainMemory(device), 'not in the profile: no memory roof')),
+  );
+}
+
 function peaksTable(device, memoryNotes) {
+  if (device.peaks_known === false || (!(device.peak_flop_rate_gflops > 0) && !(device.memories || []).length)) {
+    return unknownPeaksTable(device);
+  }
   const compute = Object.entries(device.dtype_peak_gflops || {}).sort((a, b) => b[1] - a[1]);
   if (!compute.length) compute.push(['all dtypes', device.peak_flop_rate_gflops || 0]);
   const rows = compute.map(([dtype, gflops]) =>
@@ -50,20 +67,30 @@ function peaksTable(device, memoryNotes) {
   );
 }
 
+/**
+ * Diagnostics and notes, readable at any size: each message kept short (long number lists
+ * summarised), at most MAX_MESSAGES of a kind, the rest counted.
+ */
 function messages(diagnostics, notes, unattributed) {
   const list = el('ul', {class: 'messages'});
-  for (const [kind, word, items] of [
-    ['error', 'Error', diagnostics.errors], ['warning', 'Warning', diagnostics.warnings], ['info', 'Note', diagnostics.info],
-  ]) {
-    for (const text of items || []) list.append(el('li', {class: kind}, el('strong', {text: `${word}: `}), text));
-  }
-  for (const text of notes || []) list.append(el('li', {class: 'info'}, el('strong', {text: 'Note: '}), text));
+  const add = (kind, word, items) => {
+    const all = items || [];
+    for (const text of all.slice(0, MAX_MESSAGES)) list.append(el('li', {class: kind}, el('strong', {text: `${word}: `}), readableMessage(text)));
+    if (all.length > MAX_MESSAGES) {
+      list.append(el('li', {class: kind, 'data-note': 'more-messages'}, el('strong', {text: `${word}: `}),
+        `… and ${num(all.length - MAX_MESSAGES)} more (all of them in the JSON of the data route).`));
+    }
+  };
+  add('error', 'Error', diagnostics.errors);
+  add('warning', 'Warning', diagnostics.warnings);
+  add('info', 'Note', diagnostics.info);
+  add('info', 'Note', notes);
   if (unattributed && unattributed.length) {
     const time = unattributed.reduce((sum, k) => sum + (k.total_time_us || 0), 0);
     const names = unattributed.slice(0, 4).map((k) => `${k.name} (${k.occurrences}×, ${duration(k.total_time_us)})`).join(', ');
     list.append(
       el('li', {class: 'info'}, el('strong', {text: 'Note: '}),
-        `${unattributed.length} GPU kernel(s) without an HLO op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`),
+        readableMessage(`${num(unattributed.length)} GPU kernel(s) without an HLO op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`)),
     );
   }
   return list.children.length ? list : null;
@@ -82,7 +109,7 @@ export function devicePanel(data, memoryNotes = new Map()) {
       facts([
         ['Device', `${device.device_type || 'unknown'} (${device.hardware_type || 'unknown kind'})`],
         ['Cores', coresText(device)],
-        ['Hosts', hosts.length ? hosts.join(', ') : '—'],
+        ['Hosts', hosts.length ? namesPhrase(hosts) : '—'],
         ['Peaks from', peaksSourceText(device.peaks_source)],
       ]),
       peaksTable(device, memoryNotes),

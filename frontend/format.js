@@ -48,7 +48,7 @@ export function signed(value, formatter = num) {
 /** FLOP/s given in GFLOP/s, with an SI prefix: 459 TFLOP/s. */
 export function flopRate(gflops) {
   if (typeof gflops !== 'number' || !Number.isFinite(gflops)) return '';
-  const units = [[1e6, 'PFLOP/s'], [1e3, 'TFLOP/s'], [1, 'GFLOP/s'], [1e-3, 'MFLOP/s']];
+  const units = [[1e6, 'PFLOP/s'], [1e3, 'TFLOP/s'], [1, 'GFLOP/s'], [1e-3, 'MFLOP/s'], [1e-6, 'kFLOP/s']];
   for (const [scale, unit] of units) {
     if (Math.abs(gflops) >= scale) return `${num(gflops / scale)} ${unit}`;
   }
@@ -92,4 +92,37 @@ export function csvCell(value) {
 /** A file-name-safe version of a run / host / step label. */
 export function safeFileName(text) {
   return String(text).replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '') || 'roofline';
+}
+
+const LONG_LIST = 8; // more items than this are summarised, never written out
+
+/** Step numbers for a sentence, never unbounded: "Step 3", "Steps 0, 4, 7", "1,498 steps, 0–1,497". */
+export function stepsPhrase(numbers) {
+  const list = [...numbers].map(Number);
+  if (list.length === 1) return `Step ${list[0]}`;
+  if (list.length <= LONG_LIST) return `Steps ${list.join(', ')}`;
+  return `${num(list.length)} steps, ${num(Math.min(...list))}–${num(Math.max(...list))}`;
+}
+
+/** Names for a sentence, never unbounded: all of a few, else "a, b, c, …, z (1,498 in all)". */
+export function namesPhrase(names) {
+  const list = [...names];
+  if (list.length <= LONG_LIST) return list.join(', ');
+  return `${list.slice(0, 3).join(', ')}, …, ${list[list.length - 1]} (${num(list.length)} in all)`;
+}
+
+const NUMBER_RUN = new RegExp(`-?\\d+(?:\\.\\d+)?(?:, -?\\d+(?:\\.\\d+)?){${LONG_LIST},}`, 'g');
+export const MAX_MESSAGE_CHARS = 400;
+
+/**
+ * A server message kept readable: long runs of numbers become "0, 1, …, 1497 (1,498 in all)",
+ * and what is still too long is cut with a count of what was left out.
+ */
+export function readableMessage(text, maxChars = MAX_MESSAGE_CHARS) {
+  let out = String(text ?? '').replace(NUMBER_RUN, (run) => {
+    const items = run.split(', ');
+    return `${items[0]}, ${items[1]}, …, ${items[items.length - 1]} (${num(items.length)} in all)`;
+  });
+  if (out.length > maxChars) out = `${out.slice(0, maxChars).trimEnd()}… (${num(out.length - maxChars)} more characters)`;
+  return out;
 }

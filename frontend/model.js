@@ -24,13 +24,35 @@ export function selectionRecords(data, step, include) {
   return {program, ops};
 }
 
+/**
+ * FLOP/byte where a record sits on the chart: its intensity against the memory that bounds
+ * it, or, with no bound (no peaks known, so no roofs), its operational intensity: FLOPs per
+ * byte accessed.
+ */
+export function chartIntensity(record) {
+  return (record && (record.bottleneck_operational_intensity || record.operational_intensity)) || 0;
+}
+
 /** True when a record can be placed on log–log axes. */
 export function plottable(record) {
-  return (record.measured_flop_rate || 0) > 0 && (record.bottleneck_operational_intensity || 0) > 0;
+  return (record.measured_flop_rate || 0) > 0 && chartIntensity(record) > 0;
+}
+
+/** What the main memory is called: DRAM on a CPU, HBM on accelerators. */
+export function mainMemory(device) {
+  if (device && device.main_memory) return device.main_memory;
+  return device && ['CPU', 'CPU_ONLY'].includes(device.hardware_type) ? 'DRAM' : 'HBM';
+}
+
+/** A record's bound_by in the tab's words: XProf's "HBM" is the main memory (DRAM on a CPU). */
+export function boundByLabel(boundBy, memory) {
+  if (!boundBy) return 'Unknown';
+  return boundBy === 'HBM' ? memory : boundBy;
 }
 
 /** One table/chart row per op record, joined with the json's `ops[]` by module id + name. */
 export function opRows(records, details, device) {
+  const memory = mainMemory(device);
   const byKey = new Map((details || []).map((d) => [opKey(d.hlo_module_id, d.hlo_name), d]));
   return records.map((r) => {
     const key = opKey(r.hlo_module_id, r.hlo_name);
@@ -50,8 +72,9 @@ export function opRows(records, details, device) {
       flopRate: r.measured_flop_rate || 0,
       hbmGbps: gibToGb(r.hbm_bw || 0),
       memoryGbps: gibToGb(r.measured_memory_bw || 0),
-      intensity: r.bottleneck_operational_intensity || 0,
-      boundBy: r.bound_by || 'Unknown',
+      intensity: chartIntensity(r),
+      boundBy: boundByLabel(r.bound_by, memory),
+      memoryName: memory,
       efficiency,
       computeEfficiency: r.flop_rate_relative_to_hw_limit || 0,
       memoryEfficiency: r.memory_bw_relative_to_hw_limit || 0,
@@ -63,6 +86,7 @@ export function opRows(records, details, device) {
       wastedRank: d.wasted_time_rank ?? 0,
       aboveRoof: d.above_roof ?? efficiency > 1.05,
       plottable: plottable(r),
+      roofless: device ? device.peaks_known === false : false, // no peaks: no bound, efficiency or waste
       record: r,
     };
     row.guidance = guidance(row);
@@ -119,7 +143,7 @@ export function roofModel(device, records = []) {
       const counted = field === undefined ? true : field !== null && records.some((r) => (r[field] || 0) > 0);
       return {name: m.name, gbps: m.peak_gbps, ridge: m.ridge_point || (peak > 0 ? peak / m.peak_gbps : 0), noBytes: !counted};
     });
-  return {peak, ceilings, memories};
+  return {peak, ceilings, memories, none: !ceilings.length && !memories.length};
 }
 
 /** The ceiling label: "bf16 / fp8 peak" or "Peak compute". */

@@ -3,13 +3,16 @@
 
 import {api} from './api.js';
 import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
-import {OP_COLUMNS} from './columns.js';
+import {opColumns} from './columns.js';
 import {devicePanel} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {filterBar} from './filters.js';
-import {duration, flopRate, num, pct} from './format.js';
-import {applyFilters, distinct, opRows, programPoints, roofModel, selectionRecords} from './model.js';
+import {duration, flopRate, namesPhrase, num, pct, stepsPhrase} from './format.js';
+import {
+  applyFilters, boundByLabel, chartIntensity, distinct, mainMemory, opRows, plottable, programPoints, roofModel, selectionRecords,
+} from './model.js';
+import {noRoofsNote} from './peaks.js';
 import {loadPlotly} from './plotly.js';
 import {selectionLabel, state} from './state.js';
 import {SortableTable} from './table.js';
@@ -17,10 +20,17 @@ import {colors, onThemeChange} from './theme.js';
 import {markOnce, markPaint} from './timing.js';
 
 export class ModelView {
-  /** container: the element to draw into; onChooseStep(step): the user picked a step. */
-  constructor(container, {onChooseStep}) {
+  /**
+   * container: the element to draw into; onChooseStep(step): the user picked a step;
+   * onChoosePeaks(value): the user picked peaks; onCalibrate(): the user asked to measure this machine.
+   */
+  constructor(container, {onChooseStep, onChoosePeaks = () => {}, onCalibrate = () => {}}) {
     this.container = container;
     this.onChooseStep = onChooseStep;
+    this.onChoosePeaks = onChoosePeaks;
+    this.onCalibrate = onCalibrate;
+    this.peaksChoices = null;
+    this.peaksNote = null;
     this.token = 0;
     this.selectedKey = '';
     this.boxKeys = null;
@@ -42,8 +52,8 @@ export class ModelView {
     let Plotly;
     try {
       [data, total, Plotly] = await Promise.all([
-        api.roofline(sel.run, sel.host, sel.step).then((d) => (markOnce('dataLoadedMs'), d)),
-        api.roofline(sel.run, sel.host, 'total'),
+        api.roofline(sel.run, sel.host, sel.step, sel.peaks).then((d) => (markOnce('dataLoadedMs'), d)),
+        api.roofline(sel.run, sel.host, 'total', sel.peaks),
         loadPlotly(),
       ]);
     } catch (err) {
@@ -61,6 +71,7 @@ export class ModelView {
     this.rows = opRows(ops, data.ops, data.device);
     const allRecords = program ? [program, ...ops] : ops;
     this.roofs = roofModel(data.device || {}, allRecords);
+    this.memory = mainMemory(data.device || {});
     // Colours go to the categories on the chart, most time first (8 colours, then symbols).
     this.styles = categoryStyles(distinct(this.rows.filter((r) => r.plottable), 'category'));
     const memoryNotes = new Map(this.roofs.memories.filter((m) => m.noBytes).map((m) => [m.name, 'no byte counts in profile']));
@@ -82,6 +93,7 @@ export class ModelView {
 
   build(label, memoryNotes) {
     this.purge();
+    this.peaksNote = null;
     const sel = this.sel;
     const title = el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Model'}), el('p', {class: 'muted selection-label', text: label}));
     const parts = [title, devicePanel(this.data, memoryNotes)];
@@ -97,7 +109,9 @@ export class ModelView {
       });
       this.opChart = el('div', {class: 'chart op-chart', id: 'op-chart', role: 'figure', 'aria-label': 'Op-level roofline chart'});
       this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
-      this.table = new SortableTable(OP_COLUMNS, {
+      this.peaksNote = el('div', {class: 'peaks-note'});
+      this.renderPeaksNote();
+      this.table = new SortableTable(opColumns(this.memory), {
         id: 'op-table',
         label: 'Ops of the selection',
         sort: {key: 'self_time_us', dir: 'desc'},
@@ -118,6 +132,7 @@ export class ModelView {
               ['PNG', () => downloadChart(this.Plotly, this.opChart, 'png', name), 'Download the chart as PNG'],
               ['SVG', () => downloadChart(this.Plotly, this.opChart, 'svg', name), 'Download the chart as SVG'],
             ])),
+          this.peaksNote,
           this.chartNotes,
           this.opChart,
         ),
@@ -151,6 +166,25 @@ export class ModelView {
       ),
     );
     show(this.container, parts);
+  }
+
+  /** The peaks the tab can offer changed (e.g. a measurement of this machine progressed). */
+  setPeaksChoices(choices) {
+    this.peaksChoices = choices;
+    this.renderPeaksNote();
+  }
+
+  /** Without roofs: why, how ops are placed instead, and what draws roofs. */
+  renderPeaksNote() {
+    if (!this.peaksNote) return;
+    if (!this.roofs || !this.roofs.none) {
+      show(this.peaksNote);
+      return;
+    }
+    show(this.peaksNote, noRoofsNote({
+      memory: this.memory, choices: this.peaksChoices, value: this.sel.peaks || '',
+      on: {onChoose: (value) => this.onChoosePeaks(value), onCalibrate: () => this.onCalibrate()},
+    }));
   }
 
   filtered() {
@@ -195,10 +229,12 @@ export class ModelView {
         'whose time is not their transfer time, a wrong peak, or an inexact cost model; not real speed.'}));
     }
     if (this.program) {
-      notes.push(el('p', {class: 'note', text:
-        `Program: ${duration(this.program.total_time_in_us || 0)} of device time, ${flopRate(this.program.measured_flop_rate || 0)}, ` +
-        `${num(this.program.bottleneck_operational_intensity || 0)} FLOP/byte, bound by ${this.program.bound_by || 'Unknown'} at ` +
-        `${pct(this.program.roofline_efficiency || 0)} of the roof.`}));
+      const p = this.program;
+      const bound = this.roofs.none ? 'no roof known (no peaks)'
+        : `bound by ${boundByLabel(p.bound_by, this.memory)} at ${pct(p.roofline_efficiency || 0)} of the roof`;
+      notes.push(el('p', {class: 'note', 'data-note': 'program', text:
+        `Program: ${duration(p.total_time_in_us || 0)} of device time, ${flopRate(p.measured_flop_rate || 0)}, ` +
+        `${num(chartIntensity(p))} FLOP/byte, ${bound}.`}));
     }
     show(this.chartNotes, notes);
   }
@@ -217,7 +253,7 @@ export class ModelView {
     if (!this.opChart || token !== this.token) return;
     const figure = opFigure({
       rows: this.shownRows, program: this.program, roofs: this.roofs, styles: this.styles,
-      colors: colors(), selectedKey: this.selectedKey,
+      colors: colors(), selectedKey: this.selectedKey, memory: this.memory,
     });
     await plot(this.Plotly, this.opChart, figure, {
       plotly_afterplot: () => markPaint('opChart'),
@@ -274,22 +310,24 @@ export class ModelView {
     // A profile without steps still has an all-zero average row (as XProf): not a point.
     points = points.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
     this.programPointsShown = points;
-    const unplaced = points.filter((p) => !(p.record.measured_flop_rate > 0 && p.record.bottleneck_operational_intensity > 0));
+    const unplaced = points.filter((p) => !plottable(p.record));
     const info = [];
     if (!steps.length) {
       info.push(el('p', {class: 'note', 'data-note': 'no-steps', text: 'No step markers in this profile: only the whole-profile point (Total) is shown.'}));
     }
     if (incomplete.size) {
       const drawn = points.some((p) => incomplete.has(p.step));
-      info.push(el('p', {class: 'note', text: `Step ${[...incomplete].join(', ')} was cut by the profile window (incomplete): ` +
+      info.push(el('p', {class: 'note', 'data-note': 'incomplete-steps', text: `${stepsPhrase(incomplete)} ${incomplete.size === 1 ? 'was' : 'were'} cut by the profile window (incomplete): ` +
         `left out of the average${drawn ? ', drawn hollow' : ' and, having no whole-step row, not drawn'}.`}));
     }
-    if (unplaced.length) info.push(el('p', {class: 'note', text: `Not on the chart (no FLOPs or no bytes): ${unplaced.map((p) => p.label).join(', ')}.`}));
+    if (unplaced.length) {
+      info.push(el('p', {class: 'note', 'data-note': 'program-not-plotted', text: `Not on the chart (no FLOPs or no bytes): ${namesPhrase(unplaced.map((p) => p.label))}.`}));
+    }
     show(this.programInfo, info);
     this.renderStepTable(points, incomplete);
     const roofs = roofModel(this.total.device || {}, points.map((p) => p.record));
     await plot(this.Plotly, this.programChart, programFigure({
-      points, roofs, colors: colors(), selectedStep: this.sel.step, incomplete,
+      points, roofs, colors: colors(), selectedStep: this.sel.step, incomplete, memory: this.memory,
     }), {
       plotly_click: (event) => {
         const point = event && event.points && event.points[0];
@@ -307,9 +345,9 @@ export class ModelView {
         el('th', {scope: 'row', text: p.label + (incomplete.has(p.step) ? ' (incomplete)' : '')}),
         el('td', {class: 'num', text: duration(r.total_time_in_us || 0)}),
         el('td', {class: 'num', text: flopRate(r.measured_flop_rate || 0)}),
-        el('td', {class: 'num', text: num(r.bottleneck_operational_intensity || 0)}),
-        el('td', {text: r.bound_by || 'Unknown'}),
-        el('td', {class: 'num', text: pct(r.roofline_efficiency || 0)}));
+        el('td', {class: 'num', text: num(chartIntensity(r))}),
+        el('td', {text: boundByLabel(r.bound_by, this.memory)}),
+        el('td', {class: 'num', text: this.roofs.none ? '—' : pct(r.roofline_efficiency || 0)}));
       const choose = () => this.onChooseStep(p.step);
       tr.addEventListener('click', choose);
       tr.addEventListener('keydown', (event) => {
@@ -331,7 +369,7 @@ export class ModelView {
     const steps = this.total.steps || [];
     if (!steps.some((s) => s.complete) || programPoints(this.total, this.sel.include).some((p) => p.step === 'average')) return;
     try {
-      const avg = await api.roofline(this.sel.run, this.sel.host, 'average');
+      const avg = await api.roofline(this.sel.run, this.sel.host, 'average', this.sel.peaks);
       if (token !== this.token) return;
       this.averageProgram = selectionRecords(avg, 'average', this.sel.include).program;
       if (this.averageProgram) await this.drawPrograms();

@@ -2,6 +2,8 @@
 // selections (Roofline Compare), and where the device peaks came from.
 
 import {checkboxField, el, selectField, show} from './dom.js';
+import {stepsPhrase} from './format.js';
+import {peaksField} from './peaks.js';
 import {stepOptions} from './state.js';
 
 export const TOOLS = [
@@ -17,7 +19,9 @@ function stepNote(steps) {
   if (!steps) return null;
   if (!steps.has_step_markers) return el('p', {class: 'hint', 'data-note': 'no-step-markers', text: 'No step markers in this profile: only the whole profile (Total) can be shown.'});
   const cut = (steps.steps || []).filter((s) => !s.complete).map((s) => s.step_num);
-  if (cut.length) return el('p', {class: 'hint', text: `Step ${cut.join(', ')} was cut by the profile window (incomplete) and is left out of the average.`});
+  if (cut.length) {
+    return el('p', {class: 'hint', 'data-note': 'incomplete-steps', text: `${stepsPhrase(cut)} ${cut.length === 1 ? 'was' : 'were'} cut by the profile window (incomplete) and ${cut.length === 1 ? 'is' : 'are'} left out of the average.`});
+  }
   return null;
 }
 
@@ -35,9 +39,10 @@ function sideFields(side, label, choice, lists, on) {
 
 /**
  * Draws the sidebar into `node`. s: the state; sides: {a, b} lists of hosts and steps per
- * compare side; on: {tool, run, host, step, include, side: {run, host, step}} handlers.
+ * compare side; on: {tool, run, host, step, include, peaks, side: {run, host, step}} handlers;
+ * peaksChoices: the `peaks` route's answer (null until known).
  */
-export function renderSidebar(node, s, sides, on, peaksText) {
+export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null) {
   const parts = [
     el('h1', {class: 'brand', text: 'Roofline'}),
     selectField('Tool', TOOLS, s.tool, on.tool, {id: 'tool-select'}),
@@ -58,6 +63,7 @@ export function renderSidebar(node, s, sides, on, peaksText) {
     );
   }
   parts.push(
+    peaksField(peaksChoices, s.peaks, on.peaks),
     el('div', {class: 'peaks-source', id: 'peaks-source'}, el('span', {class: 'field-label', text: 'Device peaks from'}), el('span', {class: 'value', text: peaksText || '—'})),
     el('p', {class: 'hint', text: 'Charts use FLOP/s against FLOP/byte with bytes in SI units (1 GB = 10⁹ bytes), so every roof meets its compute peak exactly at its ridge point.'}),
   );

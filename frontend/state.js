@@ -21,6 +21,7 @@ export const state = {
   tool: 'model', // 'model' | 'compare'
   step: 'total', // 'total' | 'average' | step number as a string
   include: true, // include infeed/outfeed ops
+  peaks: '', // '' (the profile's own), 'calibrated' or a built-in device key: the API's `peaks`
   compare: {a: {run: '', host: '', step: 'total'}, b: {run: '', host: '', step: 'total'}},
   filters: {...DEFAULT_FILTERS},
 };
@@ -36,9 +37,9 @@ export function restore() {
 }
 
 export function remember() {
-  const {run, host, tool, step, include, compare} = state;
+  const {run, host, tool, step, include, compare, peaks} = state;
   try {
-    window.localStorage.setItem(STORAGE_KEY, JSON.stringify({run, host, tool, step, include, compare}));
+    window.localStorage.setItem(STORAGE_KEY, JSON.stringify({run, host, tool, step, include, compare, peaks}));
   } catch (err) {
     // Storage is optional.
   }

@@ -19,8 +19,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_tensorboard(logdir: Path, log_path: Path, timeout_s: float = 90) -> Iterator[str]:
-    """Starts ``tensorboard --logdir LOGDIR`` on a free port; yields its base URL, then stops it.
+def running_tensorboard(
+    logdir: Path, log_path: Path, timeout_s: float = 90, extra_args: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """Starts ``tensorboard --logdir LOGDIR [extra_args]`` on a free port; yields its base URL,
+    then stops it.
 
     Waits until ``/data/plugins_listing`` answers; if the process dies or stays silent for
     ``timeout_s``, fails with the end of its log.
@@ -30,7 +33,8 @@ def running_tensorboard(logdir: Path, log_path: Path, timeout_s: float = 90) -> 
     base = f"http://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
+            [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)]
+            + list(extra_args),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

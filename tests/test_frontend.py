@@ -37,6 +37,11 @@ from tb_roofline_plugin import demo_data  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/xprof/tpu_inference_2.xplane.pb"
+CPU_SAMPLE = (
+    Path(__file__).resolve().parents[2]
+    / "shared/data/jax-cpu/jax_transformer/plugins/profile/2026_11_30_09_47_29/vm.xplane.pb"
+)
+CPU_RUN = "jax_cpu/run1"
 XSS = "<img src=x onerror=alert(1)>"
 TRAIN = "train_v5p/2026_01_01_00_00_00"
 XSS_RUN = "xss/run1"
@@ -68,13 +73,22 @@ def _write_logdir(logdir: Path) -> None:
         shared = logdir / "shared_tpu/plugins/profile/run1" / SHARED_SAMPLE.name
         shared.parent.mkdir(parents=True)
         shutil.copyfile(SHARED_SAMPLE, shared)
+    if CPU_SAMPLE.is_file():
+        cpu = logdir / "jax_cpu/plugins/profile/run1" / CPU_SAMPLE.name
+        cpu.parent.mkdir(parents=True)
+        shutil.copyfile(CPU_SAMPLE, cpu)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("frontend_logdir")
     _write_logdir(logdir)
-    with running_tensorboard(logdir, logdir.parent / "tensorboard.log") as base:
+    calibration = tmp_path_factory.mktemp("calibration")  # never the user's own cache
+    with running_tensorboard(
+        logdir,
+        logdir.parent / "tensorboard.log",
+        extra_args=("--roofline_calibration_dir", str(calibration)),
+    ) as base:
         yield base
 
 
@@ -660,3 +674,90 @@ def test_first_paint_of_the_op_chart_for_the_shared_tpu_sample(browser, server):
         session.assert_clean()
     finally:
         context.close()
+
+
+def chart_x(r: dict) -> float:
+    """Where the tab puts a record: its bottleneck intensity, or without peaks its
+    operational intensity (FLOPs per byte accessed)."""
+    return r.get("bottleneck_operational_intensity", 0) or r.get("operational_intensity", 0)
+
+
+@pytest.mark.skipif(not CPU_SAMPLE.is_file(), reason=f"shared CPU sample {CPU_SAMPLE} not found")
+def test_a_cpu_run_without_peaks_places_every_op_and_a_device_draws_roofs(session, server):
+    frame = session.show(CPU_RUN, "vm", "total")
+    data = api(server, "data", run=CPU_RUN, host="vm", format="json")
+    assert data["device"]["peaks_known"] is False and data["device"]["main_memory"] == "DRAM"
+    program, ops = records(data)
+    with_cost = [r for r in ops if int(r.get("flops", 0)) > 0 and int(r["bytes_accessed"]) > 0]
+    assert (len(with_cost), len(ops)) == (163, 195)  # the rest have no FLOPs (copies, ...)
+    assert all(r.get("bottleneck_operational_intensity", 0) == 0 for r in ops)  # no bound
+    points = wait_points(frame, len(with_cost))
+    expected = {
+        key(r): (r["operational_intensity"], r["measured_flop_rate"] * G) for r in with_cost
+    }
+    assert sorted(p[2] for p in points) == sorted(expected)
+    for x, y, k in points:
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    traces = frame.evaluate(TRACES, "op-chart")
+    assert not [t for t in traces if t["meta"].get("kind") in ("roof", "ceiling", "ridge")]
+    star = next(t for t in traces if t["meta"].get("kind") == "program")
+    assert star["x"] == pytest.approx([program["operational_intensity"]])  # 18.1 FLOP/byte
+    assert star["y"] == pytest.approx([program["measured_flop_rate"] * G])  # 33 GFLOP/s
+    assert frame.locator("[data-note=plotted]").text_content() == (
+        f"{len(with_cost)} of {len(ops)} ops on the chart."
+    )
+    assert (
+        frame.locator("[data-note=not-plotted]")
+        .text_content()
+        .startswith(f"{len(ops) - len(with_cost)} ops have no FLOPs or no byte counts")
+    )
+    note = frame.locator("[data-note=no-roofs]").text_content()
+    assert "No roofs: no device peaks are known" in note and "operational intensity" in note
+    assert frame.locator("#calibrate-button").is_enabled()
+    assert "no roof known" in frame.locator("[data-note=program]").text_content()
+    panel = frame.locator("details.device").text_content()
+    assert "DRAM" in panel and "0 FLOP/s" not in panel and "HBM" not in panel
+    assert "DRAM GB/s" in frame.evaluate(HEADERS, "op-table")
+    steps = [r for r in data["database"]["roofline_model_record"] if r["hlo_name"] == "Program"]
+    shown = sum(
+        t["n"]
+        for t in frame.evaluate(TRACES, "program-chart")
+        if t["meta"].get("kind") == "program-points"
+    )
+    assert shown == len([r for r in steps if r["include_infeed_outfeed"]]) == 12  # 10 steps
+    session.shot("cpu_no_peaks", frame)
+
+    # A built-in device from the note: roofs drawn, the same points judged by it.
+    frame.select_option("#note-peaks-select", "h100-sxm")
+    wait_view(frame, run=CPU_RUN, host="vm", step="total")
+    frame.wait_for_function(
+        "() => document.getElementById('op-chart').data"
+        ".some((t) => t.meta && t.meta.kind === 'roof')"
+    )
+    judged = api(server, "data", run=CPU_RUN, host="vm", format="json", peaks="h100-sxm")
+    device = judged["device"]
+    assert device["peaks_source"] == "built-in table (NVIDIA H100 SXM5 80 GB)"
+    assert [m["name"] for m in device["memories"]] == ["DRAM"]
+    _, judged_ops = records(judged)
+    expected = {
+        key(r): (chart_x(r), r["measured_flop_rate"] * G) for r in judged_ops if plottable(r)
+    }
+    assert len(expected) == len(with_cost)  # the same ops, now with a bound
+    points = wait_points(frame, len(expected))
+    for x, y, k in points:
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    traces = frame.evaluate(TRACES, "op-chart")
+    roof = next(t for t in traces if t["meta"].get("kind") == "roof")
+    assert roof["meta"]["memory"] == "DRAM"
+    assert roof["y"][0] / roof["x"][0] == pytest.approx(device["memories"][0]["peak_gbps"] * G)
+    ceilings = {t["meta"]["gflops"] for t in traces if t["meta"].get("kind") == "ceiling"}
+    assert device["peak_flop_rate_gflops"] in ceilings
+    assert frame.locator("[data-note=no-roofs]").count() == 0
+    assert frame.locator("#peaks-select").input_value() == "h100-sxm"
+    assert "H100" in frame.locator("#peaks-source .value").text_content()
+    assert set(column(frame, "Bound by")) <= {"DRAM", "Compute"}
+    session.shot("cpu_h100_peaks", frame)
+    frame.select_option("#peaks-select", "")
+    wait_view(frame, run=CPU_RUN, host="vm", step="total")
+    frame.locator("[data-note=no-roofs]").wait_for()
+    session.assert_clean()
