@@ -33,6 +33,7 @@ sync_api = pytest.importorskip(
 from tiny_tpu import CORE_EVENTS, OPS, US, tiny_tpu  # noqa: E402
 
 from tb_roofline_plugin import demo_data  # noqa: E402
+from tb_roofline_plugin.calibration import calibration_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
@@ -80,10 +81,16 @@ def _write_logdir(logdir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def calibration_dir(tmp_path_factory) -> Path:
+    """The server's --roofline_calibration_dir: never the user's own cache."""
+    return tmp_path_factory.mktemp("calibration")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, calibration_dir):
     logdir = tmp_path_factory.mktemp("frontend_logdir")
     _write_logdir(logdir)
-    calibration = tmp_path_factory.mktemp("calibration")  # never the user's own cache
+    calibration = calibration_dir
     with running_tensorboard(
         logdir,
         logdir.parent / "tensorboard.log",
@@ -274,6 +281,10 @@ TABLE = """(id) => [...document.querySelectorAll(`#${id} tbody tr`)].map((tr) =>
 
 HEADERS = """(id) => [...document.querySelectorAll(`#${id} thead th button span:first-child`)]
   .map((s) => s.textContent)"""
+
+
+ROOF_DRAWN = """() => { const gd = document.getElementById('op-chart');
+  return Boolean(gd && gd.data && gd.data.some((t) => t.meta && t.meta.kind === 'roof')); }"""
 
 
 def wait_view(frame, view="model-view", **want):
@@ -730,10 +741,7 @@ def test_a_cpu_run_without_peaks_places_every_op_and_a_device_draws_roofs(sessio
     # A built-in device from the note: roofs drawn, the same points judged by it.
     frame.select_option("#note-peaks-select", "h100-sxm")
     wait_view(frame, run=CPU_RUN, host="vm", step="total")
-    frame.wait_for_function(
-        "() => document.getElementById('op-chart').data"
-        ".some((t) => t.meta && t.meta.kind === 'roof')"
-    )
+    frame.wait_for_function(ROOF_DRAWN)
     judged = api(server, "data", run=CPU_RUN, host="vm", format="json", peaks="h100-sxm")
     device = judged["device"]
     assert device["peaks_source"] == "built-in table (NVIDIA H100 SXM5 80 GB)"
@@ -761,3 +769,116 @@ def test_a_cpu_run_without_peaks_places_every_op_and_a_device_draws_roofs(sessio
     wait_view(frame, run=CPU_RUN, host="vm", step="total")
     frame.locator("[data-note=no-roofs]").wait_for()
     session.assert_clean()
+
+
+@pytest.mark.skipif(not CPU_SAMPLE.is_file(), reason=f"shared CPU sample {CPU_SAMPLE} not found")
+def test_long_step_lists_and_many_messages_are_summarised(context, server):
+    """A profile whose answers list 1,498 cut steps, a warning naming all of them and 30 notes
+    (the server's answers are rewritten in the browser): every note stays a line or two."""
+    numbers = list(range(1498))
+    long_warning = f"1,498 incomplete step(s) cut (step {', '.join(map(str, numbers))}) are out."
+    steps = [{"step_num": n, "complete": False, "duration_us": 10.0} for n in numbers]
+
+    def rewrite(route):
+        response = route.fetch()
+        body = response.json()
+        if "/steps?" in route.request.url:
+            body = {"has_step_markers": True, "steps": steps}
+        else:
+            body["steps"] = steps
+            body["database"]["diagnostics"].setdefault("warnings", []).append(long_warning)
+            body["notes"] = [f"custom-call.{i}: cost unknown" for i in range(30)]
+        route.fulfill(response=response, body=json.dumps(body))
+
+    session = Session(context, server)
+    try:
+        session.page.route("**/data/plugin/roofline/steps?*", rewrite)
+        session.page.route("**/data/plugin/roofline/data?*", rewrite)
+        frame = session.open({"run": CPU_RUN, "host": "vm", "tool": "model", "step": "total"})
+        wait_view(frame, run=CPU_RUN, host="vm", step="total")
+        sidebar = frame.locator(".sidebar [data-note=incomplete-steps]").text_content()
+        assert sidebar == (
+            "1,498 steps, 0–1,497 were cut by the profile window (incomplete) and are left out "
+            "of the average."
+        )
+        note = frame.locator("#model-view [data-note=incomplete-steps]").text_content()
+        assert note.startswith("1,498 steps, 0–1,497 were cut by the profile window")
+        panel = frame.locator("details.device .messages")
+        warning = panel.locator("li.warning", has_text="incomplete step(s)").text_content()
+        assert "(step 0, 1, …, 1497 (1,498 in all))" in warning and len(warning) < 200
+        notes = panel.locator("li.info", has_text="cost unknown")
+        assert notes.count() == 8
+        more = panel.locator("[data-note=more-messages]").text_content()
+        assert "… and 22 more" in more
+        lengths = frame.evaluate(
+            "[...document.querySelectorAll('.hint, .note, .messages li')]"
+            ".map((n) => n.textContent.length)"
+        )
+        assert len(lengths) > 10 and max(lengths) < 300  # every note a line or two
+        session.shot("long_lists", frame)
+        session.assert_clean()
+    finally:
+        session.page.close()
+
+
+@pytest.mark.skipif(not CPU_SAMPLE.is_file(), reason=f"shared CPU sample {CPU_SAMPLE} not found")
+def test_measuring_this_machine_from_the_note_draws_its_roofs(context, server, calibration_dir):
+    """The button starts a measurement, the tab polls it, then judges by it. The 10 s
+    measurement itself is stood in for: its POST is answered in the browser, and its peak file
+    appears in the server's calibration folder while the tab polls; the server reads it."""
+    measured = {
+        "name": "calibrated test-machine",
+        "vendor": "CPU",
+        "dtype_tflops": {"fp32": 2.0, "fp64": 1.0},
+        "hbm_gbps": 40.0,
+        "source": "calibration (stand-in, for tests)",
+    }
+    path = Path(calibration_file(str(calibration_dir)))  # the server runs on this machine
+    running = json.dumps({"state": "running", "available": False, "running_s": 1})
+    posts, polls = [], []
+
+    def calibrate_route(route):
+        if route.request.method == "POST":
+            posts.append(route.request.headers.get("x-roofline-calibrate"))
+            route.fulfill(status=202, content_type="application/json", body=running)
+        elif not polls:
+            polls.append("running")
+            path.write_text(json.dumps(measured), encoding="utf-8")  # the measurement ends
+            route.fulfill(content_type="application/json", body=running)
+        else:
+            polls.append("server")
+            route.continue_()
+
+    session = Session(context, server)
+    try:
+        session.page.route("**/data/plugin/roofline/calibrate", calibrate_route)
+        frame = session.open({"run": CPU_RUN, "host": "vm", "tool": "model", "step": "total"})
+        wait_view(frame, run=CPU_RUN, host="vm", step="total")
+        assert frame.locator("[data-note=no-roofs]").count() == 1
+        frame.click("#calibrate-button")
+        frame.wait_for_function(
+            ROOF_DRAWN,
+            timeout=30_000,
+        )
+        wait_view(frame, run=CPU_RUN, host="vm", step="total")
+        assert posts == ["1"] and polls[0] == "running" and "server" in polls
+        assert frame.locator("#peaks-select").input_value() == "calibrated"
+        data = api(server, "data", run=CPU_RUN, host="vm", format="json", peaks="calibrated")
+        assert data["device"]["peaks_source"] == "calibration of this machine"
+        traces = frame.evaluate(TRACES, "op-chart")
+        roof = next(t for t in traces if t["meta"].get("kind") == "roof")
+        assert roof["meta"]["memory"] == "DRAM" and roof["meta"]["gbps"] == 40.0
+        ceilings = sorted(t["meta"]["gflops"] for t in traces if t["meta"].get("kind") == "ceiling")
+        assert ceilings == [1000.0, 2000.0]  # fp64 and fp32, in GFLOP/s
+        assert frame.locator("[data-note=no-roofs]").count() == 0
+        assert "calibration of this machine" in frame.locator("#peaks-source .value").text_content()
+        session.shot("cpu_calibrated", frame)
+        frame.select_option("#peaks-select", "")
+        frame.locator("[data-note=no-roofs]").wait_for()
+        assert (
+            "Use this machine's measured peaks" in frame.locator("#use-calibration").text_content()
+        )
+        session.assert_clean()
+    finally:
+        session.page.close()
+        path.unlink(missing_ok=True)
