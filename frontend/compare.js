@@ -39,12 +39,15 @@ function point(record, side, label, memory) {
 
 const fixed2 = (v) => v.toFixed(2);
 
-export function summaryText(p, memory = 'HBM') {
-  const parts = [
-    `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
-      `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`,
+/** The program change in one sentence; `roofless`: no peaks known, so no efficiency or bound. */
+export function summaryText(p, memory = 'HBM', roofless = false) {
+  const time = `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
+    `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`;
+  const flops = `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`;
+  const parts = roofless ? [time, flops, 'no peaks known, so no roofline efficiency or bound'] : [
+    time,
     `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
-    `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`,
+    flops,
     `bound by ${boundByLabel(p.bound_by_a, memory)} → ${boundByLabel(p.bound_by_b, memory)}`,
   ];
   const verdict = p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'Same program time';
@@ -139,7 +142,7 @@ export class CompareView {
       el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Compare'}),
         el('p', {class: 'muted selection-label'}, el('span', {class: 'side a', text: 'A'}), ` ${this.labels.a}  `, el('span', {class: 'side b', text: 'B'}), ` ${this.labels.b}`)),
       el('section', {class: 'panel summary', 'aria-label': 'Program summary'},
-        el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p, this.memory)}),
+        el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p, this.memory, this.roofs.none)}),
         el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`})),
       el('section', {class: 'panel', 'aria-labelledby': 'compare-chart-title'},
         el('div', {class: 'section-head'}, el('h3', {id: 'compare-chart-title', text: 'Ops, A → B'}),

@@ -1,6 +1,8 @@
 // Small DOM builders. Profile strings always go in as text (textContent, attribute values),
 // never as markup.
 
+import {readableMessage} from './format.js';
+
 let uid = 0;
 
 /** A unique element id with a readable prefix. */
@@ -69,10 +71,13 @@ export function checkboxField(label, checked, onChange, attrs = {}) {
   return field;
 }
 
-/** A status block: kind is loading | empty | error; `detail` (optional) a second line. */
+/**
+ * A status block: kind is loading | empty | error; `detail` (optional) a second line, often a
+ * server message, kept readable (long lists summarised).
+ */
 export function status(kind, text, detail = '') {
   const role = kind === 'error' ? 'alert' : 'status';
-  return el('div', {class: `status ${kind}`, role}, el('p', {class: 'status-title', text}), detail ? el('p', {class: 'status-detail', text: detail}) : null);
+  return el('div', {class: `status ${kind}`, role}, el('p', {class: 'status-title', text}), detail ? el('p', {class: 'status-detail', text: readableMessage(detail)}) : null);
 }
 
 /** Replaces the children of `node`. */

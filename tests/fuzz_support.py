@@ -313,8 +313,9 @@ def hlo_bytes_target(data: bytes) -> str:
 
 BASE = "/data/plugin/roofline"
 ROUTES = ("runs", "hosts", "steps", "data", "data_csv", "compare", "static/index.js")
+ROUTES += ("peaks", "calibrate")  # GET calibrate only reads the status; it never starts one
 PARAMS = ("run", "host", "tag", "format", "step", "a_run", "a_host", "a_step", "b_run")
-PARAMS += ("b_host", "b_step")
+PARAMS += ("b_host", "b_step", "peaks")
 HOSTILE = (
     "../../etc/passwd",
     "..%2f..%2fetc%2fpasswd",
@@ -348,6 +349,10 @@ HOSTILE = (
     "gs://bucket/x",
     "²",
     "⑵",
+    "calibrated",
+    "h100",
+    "TPU v6 Lite",
+    "peaks.json",
 )
 
 

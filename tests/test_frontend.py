@@ -687,6 +687,10 @@ def test_first_paint_of_the_op_chart_for_the_shared_tpu_sample(browser, server):
         context.close()
 
 
+def plottable_without_peaks(r: dict) -> bool:
+    return r.get("measured_flop_rate", 0) > 0 and r.get("operational_intensity", 0) > 0
+
+
 def chart_x(r: dict) -> float:
     """Where the tab puts a record: its bottleneck intensity, or without peaks its
     operational intensity (FLOPs per byte accessed)."""
@@ -768,6 +772,36 @@ def test_a_cpu_run_without_peaks_places_every_op_and_a_device_draws_roofs(sessio
     frame.select_option("#peaks-select", "")
     wait_view(frame, run=CPU_RUN, host="vm", step="total")
     frame.locator("[data-note=no-roofs]").wait_for()
+
+    # Compare without peaks: the ops of step 1 against the average step, placed the same way.
+    frame.select_option("#step-select", "1")
+    wait_view(frame, run=CPU_RUN, host="vm", step="1")
+    frame.select_option("#tool-select", "compare")
+    frame.wait_for_selector("#a-run")
+    a = {"run": CPU_RUN, "host": "vm", "step": "1"}
+    b = {"run": CPU_RUN, "host": "vm", "step": "average"}
+    for side, want in (("a", a), ("b", b)):  # earlier tests may have left other sides
+        if frame.locator(f"#{side}-run").input_value() != CPU_RUN:
+            frame.select_option(f"#{side}-run", CPU_RUN)
+            wait_view(frame, "compare-view", **{side: {**want, "step": "total"}})
+        if frame.locator(f"#{side}-step").input_value() != want["step"]:
+            frame.select_option(f"#{side}-step", want["step"])
+    wait_view(frame, "compare-view", a=a, b=b)
+    notes = frame.locator("#compare-view .notes").text_content()
+    assert "No peaks known: no roofs" in notes
+    _, ops_a = records(api(server, "data", run=CPU_RUN, host="vm", format="json", step=1), step=1)
+    matched = [r for r in ops_a if plottable_without_peaks(r)]
+    arrows = frame.evaluate(
+        "() => document.getElementById('compare-chart').layout.annotations"
+        ".filter((a) => a.name === 'op-arrow').length"
+    )
+    assert 0 < arrows <= len(matched)
+    summary = frame.locator("#compare-summary").text_content()
+    assert "no peaks known, so no roofline efficiency or bound" in summary
+    assert "roofline efficiency 0.0%" not in summary
+    session.shot("cpu_compare_no_peaks", frame)
+    frame.select_option("#tool-select", "model")
+    wait_view(frame, run=CPU_RUN, host="vm", step="1")
     session.assert_clean()
 
 

@@ -137,6 +137,9 @@ PARAMS = [
     ("compare", "a_run", {"a_host": "tiny", "b_run": "tiny", "b_host": "tiny"}),
     ("compare", "b_host", {"a_run": "tiny", "a_host": "tiny", "b_run": "tiny"}),
     ("compare", "b_step", {"a_run": "tiny", "a_host": "tiny", "b_run": "tiny", "b_host": "tiny"}),
+    ("data", "peaks", {"run": "tiny", "host": "tiny", "format": "json"}),
+    ("data_csv", "peaks", {"run": "tiny", "host": "tiny"}),
+    ("compare", "peaks", {"a_run": "tiny", "a_host": "tiny", "b_run": "tiny", "b_host": "tiny"}),
 ]
 
 
