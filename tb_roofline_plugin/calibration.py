@@ -9,6 +9,7 @@ arrays, ~1.5 GB, and its BLAS threads stay out of the server); tests inject a fa
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import subprocess
@@ -72,7 +73,7 @@ class Calibration:
 
     peaks: DevicePeaks
     perf_env: PerfEnv
-    version: str  # the file's mtime in ns: part of every cache key that uses it
+    version: str  # a hash of the file's content: part of every cache key that uses it
 
 
 class Calibrator:
@@ -100,7 +101,9 @@ class Calibrator:
         self._thread: threading.Thread | None = None
         self._error = ""
         self._started_at: float | None = None
-        self._loaded: tuple[int, Calibration | None, str] | None = None  # (mtime_ns, result, error)
+        self._generation = 0  # measurements finished here: a rewrite within one mtime tick
+        # (file identity, result, error) of the last read
+        self._loaded: tuple[tuple, Calibration | None, str] | None = None
 
     # --- the cached result --------------------------------------------------------------------
 
@@ -110,22 +113,25 @@ class Calibrator:
 
     def _read(self) -> tuple[Calibration | None, str]:
         try:
-            mtime_ns = os.stat(self.path).st_mtime_ns
+            info = os.stat(self.path)
         except OSError:
             return None, ""
         with self._lock:
-            if self._loaded is not None and self._loaded[0] == mtime_ns:
+            identity = (info.st_mtime_ns, info.st_size, self._generation)
+            if self._loaded is not None and self._loaded[0] == identity:
                 return self._loaded[1], self._loaded[2]
         try:
+            with open(self.path, "rb") as f:
+                version = hashlib.sha256(f.read()).hexdigest()[:16]
             peaks = load_peaks(self.path)
-            result = Calibration(
-                peaks, peaks.to_perf_env("calibration of this machine"), str(mtime_ns)
-            )
+            result = Calibration(peaks, peaks.to_perf_env("calibration of this machine"), version)
             error = ""
+        except OSError as exc:
+            result, error = None, f"the cached calibration cannot be read ({exc.strerror or exc})"
         except (KeyError, ValueError) as exc:
             result, error = None, f"the cached calibration is unusable: {exc}"
         with self._lock:
-            self._loaded = (mtime_ns, result, error)
+            self._loaded = (identity, result, error)
         return result, error
 
     # --- running it ---------------------------------------------------------------------------
@@ -159,6 +165,8 @@ class Calibrator:
                     message = f"the measurement gave an unusable peak file: {problem}"
                     raise RuntimeError(message) from None
                 os.replace(tmp, self.path)
+                with self._lock:
+                    self._generation += 1
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
