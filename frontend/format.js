@@ -94,21 +94,23 @@ export function safeFileName(text) {
   return String(text).replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '') || 'roofline';
 }
 
-const LONG_LIST = 8; // more items than this are summarised, never written out
+const LONG_LIST = 8; // a run of more numbers than this in a message is summarised
+const NAMED_AT_MOST = 5; // longer lists are a count and a range (as wording.py on the server)
 
-/** Step numbers for a sentence, never unbounded: "Step 3", "Steps 0, 4, 7", "1,498 steps, 0–1,497". */
+/** Step numbers for a sentence, never unbounded: "Step 3", "Steps 0, 4 and 7", "1,498 steps, 0–1,497". */
 export function stepsPhrase(numbers) {
-  const list = [...numbers].map(Number);
+  const list = [...numbers].map(Number).sort((a, b) => a - b);
   if (list.length === 1) return `Step ${list[0]}`;
-  if (list.length <= LONG_LIST) return `Steps ${list.join(', ')}`;
-  return `${num(list.length)} steps, ${num(Math.min(...list))}–${num(Math.max(...list))}`;
+  if (list.length <= NAMED_AT_MOST) return `Steps ${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
+  return `${num(list.length)} steps, ${num(list[0])}–${num(list[list.length - 1])}`;
 }
 
-/** Names for a sentence, never unbounded: all of a few, else "a, b, c, …, z (1,498 in all)". */
+/** Names for a sentence, never unbounded: "a, b and c", or "a, b, c, d, e and 1,493 more". */
 export function namesPhrase(names) {
   const list = [...names];
-  if (list.length <= LONG_LIST) return list.join(', ');
-  return `${list.slice(0, 3).join(', ')}, …, ${list[list.length - 1]} (${num(list.length)} in all)`;
+  if (list.length <= 1) return list.join('');
+  if (list.length <= NAMED_AT_MOST) return `${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
+  return `${list.slice(0, NAMED_AT_MOST).join(', ')} and ${num(list.length - NAMED_AT_MOST)} more`;
 }
 
 const NUMBER_RUN = new RegExp(`-?\\d+(?:\\.\\d+)?(?:, -?\\d+(?:\\.\\d+)?){${LONG_LIST},}`, 'g');

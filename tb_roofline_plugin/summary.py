@@ -12,6 +12,7 @@ from .export import device_summary
 from .op_stats import OpStats
 from .protos import roofline_model_pb2 as rm
 from .roofline import build_database
+from .wording import numbered
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
 MAX_MESSAGES = 10  # per severity
@@ -66,16 +67,6 @@ def _header(memory: str) -> list[str]:
     ]
 
 
-def steps_phrase(numbers: list[int], limit: int = LONG_NUMBER_LIST) -> str:
-    """Step numbers for a sentence, never unbounded: "step 3", "steps 0, 4, 7" or
-    "1,498 steps, 0–1,497"."""
-    if len(numbers) == 1:
-        return f"step {numbers[0]}"
-    if len(numbers) <= limit:
-        return "steps " + ", ".join(map(str, numbers))
-    return f"{len(numbers):,} steps, {min(numbers):,}–{max(numbers):,}"
-
-
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _NUMBER_RUN = re.compile(f"{_NUMBER}(?:, {_NUMBER}){{{LONG_NUMBER_LIST},}}")
 
@@ -116,7 +107,7 @@ def _step_rows(
         return rows, ""
     numbers = [r.step_num for r in steps]
     return rows, (
-        f"steps: the {len(chosen)} slowest of {steps_phrase(numbers)} "
+        f"steps: the {len(chosen)} slowest of {numbered(numbers, 'step')} "
         "(every step: `tb-roofline export --format csv`)"
     )
 
