@@ -171,11 +171,10 @@ def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None
         )
     ]
     return (
-        f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} %, which no hardware "
-        f"does: {named(names, 'op')} of the roof. Likely causes: peaks below the device's (a "
-        "wrong --peaks or calibration), bytes served by a cache but counted as memory traffic "
-        "(small tensors), a time that covers only part of the op's work (asynchronous copies "
-        "and starts), or a cost above the op's real FLOPs or bytes."
+        f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} % (not physical): "
+        f"{named(names, 'op', at_most=3)} of the roof. Likely causes: peaks below the device's, cache "
+        "hits counted as memory traffic (small tensors), a time covering only part of the work "
+        "(asynchronous ops), or a cost above the real one."
     )
 
 

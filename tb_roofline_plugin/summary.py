@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 
-from .export import device_summary
+from .export import above_roof_warning, device_summary
 from .op_stats import OpStats
 from .protos import roofline_model_pb2 as rm
-from .roofline import build_database
+from .roofline import roofline_model
+from .selection import TOTAL, select
 from .wording import numbered
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
@@ -131,7 +132,8 @@ def _device_lines(device: dict) -> list[str]:
 
 
 def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
-    database = build_database(stats)
+    model = roofline_model(stats)
+    database = model.database()
     device = device_summary(stats)
     known, memory = device["peaks_known"], device["main_memory"]
     out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
@@ -156,7 +158,11 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     if footnote:
         out.append(footnote)
     diag = database.diagnostics
-    for severity, messages in (("INFO", diag.info), ("WARNING", diag.warnings)):
+    warnings = list(diag.warnings)
+    above_roof = above_roof_warning(model, select(stats, TOTAL))
+    if above_roof is not None:
+        warnings.append(above_roof)
+    for severity, messages in (("INFO", diag.info), ("WARNING", warnings)):
         out.extend(_messages(severity, list(messages)))
     return "\n".join(out) + "\n"
 

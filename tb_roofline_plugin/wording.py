@@ -17,11 +17,11 @@ def numbered(numbers: Sequence[int], noun: str) -> str:
     return f"{len(values):,} {noun}s, {values[0]:,}–{values[-1]:,}"
 
 
-def named(names: Sequence[str], noun: str) -> str:
-    """``op a``, ``ops a, b and c``; past ``NAMED_AT_MOST``: the first ones and how many more."""
+def named(names: Sequence[str], noun: str, at_most: int = NAMED_AT_MOST) -> str:
+    """``op a``, ``ops a, b and c``; past ``at_most``: the first ones and how many more."""
     if len(names) == 1:
         return f"{noun} {names[0]}"
-    if len(names) <= NAMED_AT_MOST:
+    if len(names) <= at_most:
         return f"{noun}s {', '.join(names[:-1])} and {names[-1]}"
-    shown = ", ".join(names[:NAMED_AT_MOST])
-    return f"{len(names):,} {noun}s ({shown} and {len(names) - NAMED_AT_MOST:,} more)"
+    shown = ", ".join(names[:at_most])
+    return f"{len(names):,} {noun}s ({shown} and {len(names) - at_most:,} more)"

@@ -38,7 +38,7 @@ def test_amd_ops_above_the_hbm_roof_are_named_in_the_json(shared_data):
     assert above == {"wrapped_broadcast"}
     warning = _warning(doc)
     assert "ops wrapped_broadcast at 110 % and wrapped_broadcast at 109 % of the roof" in warning
-    assert "bytes served by a cache" in warning
+    assert "cache hits counted as memory traffic" in warning
     # XProf's datatable keeps XProf's diagnostics: the warning is ours.
     table, diagnostics = json.loads(render(analyze_file(path), "datatable", [str(path)]))
     messages = [row["c"][1]["v"] for row in diagnostics["rows"]]
@@ -60,3 +60,11 @@ def test_cpu_ops_above_tiny_peaks_are_named_and_real_peaks_name_none(shared_data
     fast_doc = json.loads(render(fast, "json", [str(path)]))
     warnings = fast_doc["database"].get("diagnostics", {}).get("warnings", [])
     assert not any("above their roof" in w.lower() for w in warnings)
+
+
+def test_summary_prints_the_above_roof_warning(shared_data):
+    path = shared_data / "xprof/tpu_inference_2.xplane.pb"
+    text = run_cli("summary", str(path), check=True).stdout
+    (line,) = [x for x in text.splitlines() if "Above their roof" in x]
+    assert line.startswith("WARNING: Above their roof by more than 5 % (not physical): 8 ops (")
+    assert "and 5 more) of the roof." in line and not line.endswith("characters)")
