@@ -14,17 +14,23 @@ $(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/_wire.c
 demo: $(VENV)/.installed
 	$(PY) -m tb_roofline_plugin.cli demo
 
-test: $(VENV)/.installed
-	$(PY) -m ruff format --check .
-	$(PY) -m ruff check .
+# The frontend's formatter and linter (prettier, eslint), pinned in package-lock.json.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: lint
 	$(PY) -m pytest -q
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed node_modules/.installed
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
+	npx --no-install prettier --check frontend
+	npx --no-install eslint frontend
 
-format: $(VENV)/.installed
+format: $(VENV)/.installed node_modules/.installed
 	$(PY) -m ruff format .
+	npx --no-install prettier --write frontend
 
 protos: $(VENV)/.installed
 	$(PY) -m tb_roofline_plugin.protos.generate
@@ -33,4 +39,4 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info node_modules

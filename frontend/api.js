@@ -15,14 +15,16 @@ async function fetchJson(target, route, init = {}) {
   let response;
   try {
     response = await fetch(target, {credentials: 'same-origin', ...init});
-  } catch (err) {
+  } catch {
     throw new ApiError(`The TensorBoard server did not answer (${route}). Is it still running?`);
   }
-  let body = null;
+  let body;
   try {
     body = await response.json();
-  } catch (err) {
-    throw new ApiError(`The server sent an unreadable answer to ${route} (HTTP ${response.status}).`);
+  } catch {
+    throw new ApiError(
+      `The server sent an unreadable answer to ${route} (HTTP ${response.status}).`,
+    );
   }
   if (!response.ok) {
     throw new ApiError(body && body.error ? body.error : `${route}: HTTP ${response.status}`);
@@ -56,14 +58,23 @@ export const api = {
   steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
   /** Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or a `peaks` value. */
   roofline: (run, host, step = 'total', peaks = '') =>
-    getJson('data', withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks), {cached: true}),
+    getJson('data', withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks), {
+      cached: true,
+    }),
   compare: (a, b, peaks = '') =>
     getJson(
       'compare',
-      withPeaks({
-        a_run: a.run, a_host: a.host, a_step: a.step,
-        b_run: b.run, b_host: b.host, b_step: b.step,
-      }, peaks),
+      withPeaks(
+        {
+          a_run: a.run,
+          a_host: a.host,
+          a_step: a.step,
+          b_run: b.run,
+          b_host: b.host,
+          b_step: b.step,
+        },
+        peaks,
+      ),
       {cached: true},
     ),
   /** The peaks the tab can offer: built-in devices, this machine's calibration. */
@@ -71,7 +82,11 @@ export const api = {
   /** The calibration's status (polled while it runs). */
   calibration: () => getJson('calibrate'),
   /** Starts measuring this machine on the server. */
-  calibrate: () => fetchJson(url('calibrate'), 'calibrate', {method: 'POST', headers: {'X-Roofline-Calibrate': '1'}}),
+  calibrate: () =>
+    fetchJson(url('calibrate'), 'calibrate', {
+      method: 'POST',
+      headers: {'X-Roofline-Calibrate': '1'},
+    }),
   /** Forgets cached answers (a new calibration changes what `peaks=calibrated` means). */
   forget: () => cache.clear(),
   /** XProf's CSV of the whole table (every record set), straight from the server. */

@@ -40,7 +40,10 @@ export class App {
       state.runs = await api.runs();
     } catch (err) {
       this.modelNode.dataset.state = 'error';
-      show(this.modelNode, status('error', 'Could not list the profiles of this logdir.', err.message));
+      show(
+        this.modelNode,
+        status('error', 'Could not list the profiles of this logdir.', err.message),
+      );
       return;
     }
     if (!state.runs.length) {
@@ -54,7 +57,8 @@ export class App {
     state.include = saved.include !== false;
     await this.loadPeaksChoices();
     state.peaks = validPeaks(this.peaksChoices).includes(saved.peaks) ? saved.peaks : '';
-    if (this.peaksChoices && this.peaksChoices.calibration.state === 'running') this.pollCalibration();
+    if (this.peaksChoices && this.peaksChoices.calibration.state === 'running')
+      this.pollCalibration();
     const run = state.runs.includes(saved.run) ? saved.run : state.runs[0];
     if (saved.compare && saved.compare.a && saved.compare.b) state.compare = saved.compare;
     await this.chooseRun(run, saved);
@@ -87,8 +91,18 @@ export class App {
 
   /** Redraws the sidebar, keeping keyboard focus on the control that had it. */
   renderSidebar() {
-    const focused = document.activeElement && this.sidebar.contains(document.activeElement) ? document.activeElement.id : '';
-    renderSidebar(this.sidebar, state, this.sides, this.handlers(), this.peaksText, this.peaksChoices);
+    const focused =
+      document.activeElement && this.sidebar.contains(document.activeElement)
+        ? document.activeElement.id
+        : '';
+    renderSidebar(
+      this.sidebar,
+      state,
+      this.sides,
+      this.handlers(),
+      this.peaksText,
+      this.peaksChoices,
+    );
     const again = focused && document.getElementById(focused);
     if (again) again.focus();
   }
@@ -113,7 +127,7 @@ export class App {
     if (host) api.roofline(state.run, host, 'total', state.peaks).catch(() => {}); // needed by every view: start now
     try {
       state.steps = await api.steps(state.run, host);
-    } catch (err) {
+    } catch {
       state.steps = null; // unknown: the view shows the profile's error
     }
     const valid = stepOptions(state.steps).map(([value]) => value);
@@ -130,22 +144,26 @@ export class App {
   /** Fills in a compare side: its hosts and steps, keeping valid choices. */
   async loadSide(side, choice) {
     const run = state.runs.includes(choice.run) ? choice.run : state.run;
-    let hosts = [];
+    let hosts;
     let steps = {has_step_markers: false, steps: []};
     try {
       hosts = await api.hosts(run);
-    } catch (err) {
+    } catch {
       hosts = [];
     }
     const host = hosts.includes(choice.host) ? choice.host : hosts[0] || '';
     try {
       if (host) steps = await api.steps(run, host);
-    } catch (err) {
+    } catch {
       // Shown by the compare view's error.
     }
     const valid = stepOptions(steps).map(([value]) => value);
     this.sides[side] = {hosts, steps};
-    state.compare[side] = {run, host, step: valid.includes(String(choice.step)) ? String(choice.step) : 'total'};
+    state.compare[side] = {
+      run,
+      host,
+      step: valid.includes(String(choice.step)) ? String(choice.step) : 'total',
+    };
   }
 
   async chooseSide(side, choice) {
@@ -163,7 +181,11 @@ export class App {
       return {a: {run: state.run, host: first, step}, b: {run: state.run, host: second, step}};
     }
     const hasAverage = stepOptions(state.steps).some(([v]) => v === 'average');
-    const b = {run: state.run, host: state.host, step: hasAverage && step !== 'average' ? 'average' : 'total'};
+    const b = {
+      run: state.run,
+      host: state.host,
+      step: hasAverage && step !== 'average' ? 'average' : 'total',
+    };
     return {a: {run: state.run, host: state.host, step}, b};
   }
 
@@ -178,13 +200,24 @@ export class App {
       remember();
       this.renderSidebar();
       await this.compare.show(state.compare.a, state.compare.b, state.peaks);
-      this.setPeaksText(this.compare.peaksSource ? `A: ${peaksSourceText(this.compare.peaksSource)}` : '');
+      this.setPeaksText(
+        this.compare.peaksSource ? `A: ${peaksSourceText(this.compare.peaksSource)}` : '',
+      );
       return;
     }
     this.renderSidebar();
-    await this.model.show({run: state.run, host: state.host, step: state.step, include: state.include, peaks: state.peaks});
+    await this.model.show({
+      run: state.run,
+      host: state.host,
+      step: state.step,
+      include: state.include,
+      peaks: state.peaks,
+    });
     const data = this.model.data;
-    const text = data && this.modelNode.dataset.state === 'ready' ? peaksSourceText((data.device || {}).peaks_source) : '';
+    const text =
+      data && this.modelNode.dataset.state === 'ready'
+        ? peaksSourceText((data.device || {}).peaks_source)
+        : '';
     this.setPeaksText(text);
   }
 
@@ -197,7 +230,7 @@ export class App {
   async loadPeaksChoices() {
     try {
       this.peaksChoices = await api.peaks();
-    } catch (err) {
+    } catch {
       this.peaksChoices = null; // only the profile's own peaks are offered
     }
     this.model.setPeaksChoices(this.peaksChoices);
@@ -240,7 +273,10 @@ export class App {
   }
 
   showCalibration(status) {
-    this.peaksChoices = {...(this.peaksChoices || {builtin: [], server_peaks: false}), calibration: status};
+    this.peaksChoices = {
+      ...(this.peaksChoices || {builtin: [], server_peaks: false}),
+      calibration: status,
+    };
     this.model.setPeaksChoices(this.peaksChoices);
   }
 

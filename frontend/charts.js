@@ -12,8 +12,10 @@ const MAX_MARKER_PX = 46; // diameter of the op with the most self time
 const MAX_STEP_LABELS = 40; // step numbers written next to their points up to this many
 
 const EXTRA_MEMORIES = [
-  ['vmem_read_bw', 'VMEM read'], ['vmem_write_bw', 'VMEM write'],
-  ['cmem_read_bw', 'CMEM read'], ['cmem_write_bw', 'CMEM write'],
+  ['vmem_read_bw', 'VMEM read'],
+  ['vmem_write_bw', 'VMEM write'],
+  ['cmem_read_bw', 'CMEM read'],
+  ['cmem_write_bw', 'CMEM write'],
 ];
 
 const NO_PEAKS_HOVER = 'no peaks known: no bound, efficiency or wasted time';
@@ -29,8 +31,9 @@ export function opHover(row, roofless = false) {
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
     `${esc(memory)} ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
   ];
-  const extra = EXTRA_MEMORIES.filter(([field]) => (r[field] || 0) > 0)
-    .map(([field, name]) => `${name} ${esc(byteRate(gibToGb(r[field])))}`);
+  const extra = EXTRA_MEMORIES.filter(([field]) => (r[field] || 0) > 0).map(
+    ([field, name]) => `${name} ${esc(byteRate(gibToGb(r[field])))}`,
+  );
   if (extra.length) lines.push(extra.join(' · '));
   if (roofless) {
     lines.push(`dtype ${esc(row.dtype || 'unknown')} · ${NO_PEAKS_HOVER}`);
@@ -55,7 +58,8 @@ function programHover(label, r, memory = 'HBM', roofless = false) {
     `<b>${esc(label)}</b>`,
     `time ${esc(duration(r.total_time_in_us || 0))} · performance ${esc(flopRate(r.measured_flop_rate || 0))}`,
     `intensity ${esc(num(chartIntensity(r)))} FLOP/byte · ${esc(memory)} ${esc(byteRate(gibToGb(r.hbm_bw || 0)))}`,
-    roofless ? NO_PEAKS_HOVER
+    roofless
+      ? NO_PEAKS_HOVER
       : `bound by <b>${esc(boundByLabel(r.bound_by, memory))}</b> · roofline efficiency ${esc(pct(r.roofline_efficiency || 0))}`,
   ].join('<br>');
 }
@@ -64,7 +68,10 @@ function programHover(label, r, memory = 'HBM', roofless = false) {
 export function categoryStyles(categories) {
   const styles = new Map();
   categories.forEach((category, i) => {
-    styles.set(category, {color: PALETTE[i % PALETTE.length], symbol: SYMBOLS[Math.floor(i / PALETTE.length) % SYMBOLS.length]});
+    styles.set(category, {
+      color: PALETTE[i % PALETTE.length],
+      symbol: SYMBOLS[Math.floor(i / PALETTE.length) % SYMBOLS.length],
+    });
   });
   return styles;
 }
@@ -77,7 +84,8 @@ export function opFigure({rows, program, roofs, styles, colors: c, selectedKey, 
   const plotted = rows.filter((row) => row.plottable);
   const points = plotted.map((row) => ({x: row.intensity, y: row.flopRate * G}));
   const programPlottable = program && plottable(program);
-  if (programPlottable) points.push({x: chartIntensity(program), y: program.measured_flop_rate * G});
+  if (programPlottable)
+    points.push({x: chartIntensity(program), y: program.measured_flop_rate * G});
   const range = ranges(points, roofs);
   const {traces, annotations} = roofTraces(roofs, range, c);
   const maxSelf = Math.max(...plotted.map((row) => row.selfTimeUs), 1e-9);
@@ -92,42 +100,78 @@ export function opFigure({rows, program, roofs, styles, colors: c, selectedKey, 
   for (const [category, list] of byCategory) {
     const style = styles.get(category) || {color: PALETTE[7], symbol: 'circle'};
     traces.push({
-      type: 'scatter', mode: 'markers', name: `${esc(category || 'uncategorized')} (${list.length})`,
-      legendgroup: 'ops', legendgrouptitle: first ? {text: 'Ops by category'} : undefined,
-      x: list.map((row) => row.intensity), y: list.map((row) => row.flopRate * G),
-      customdata: list.map((row) => row.key), text: list.map((row) => opHover(row, roofs.none)),
+      type: 'scatter',
+      mode: 'markers',
+      name: `${esc(category || 'uncategorized')} (${list.length})`,
+      legendgroup: 'ops',
+      legendgrouptitle: first ? {text: 'Ops by category'} : undefined,
+      x: list.map((row) => row.intensity),
+      y: list.map((row) => row.flopRate * G),
+      customdata: list.map((row) => row.key),
+      text: list.map((row) => opHover(row, roofs.none)),
       hovertemplate: '%{text}<extra></extra>',
       marker: {
-        color: style.color, symbol: style.symbol, opacity: 0.85,
-        size: list.map((row) => Math.max(row.selfTimeUs, 0)), sizemode: 'area', sizeref, sizemin: 5,
-        line: {color: list.map((row) => (row.aboveRoof ? c.aboveRoof : c.paper)), width: list.map((row) => (row.aboveRoof ? 3 : 0.8))},
+        color: style.color,
+        symbol: style.symbol,
+        opacity: 0.85,
+        size: list.map((row) => Math.max(row.selfTimeUs, 0)),
+        sizemode: 'area',
+        sizeref,
+        sizemin: 5,
+        line: {
+          color: list.map((row) => (row.aboveRoof ? c.aboveRoof : c.paper)),
+          width: list.map((row) => (row.aboveRoof ? 3 : 0.8)),
+        },
       },
-      selected: {marker: {opacity: 1}}, unselected: {marker: {opacity: 0.25}},
+      selected: {marker: {opacity: 1}},
+      unselected: {marker: {opacity: 0.25}},
       meta: {kind: 'ops', category},
     });
     first = false;
   }
   if (programPlottable) {
     traces.push({
-      type: 'scatter', mode: 'markers', name: 'Program', legendgroup: 'program',
-      x: [chartIntensity(program)], y: [program.measured_flop_rate * G],
+      type: 'scatter',
+      mode: 'markers',
+      name: 'Program',
+      legendgroup: 'program',
+      x: [chartIntensity(program)],
+      y: [program.measured_flop_rate * G],
       marker: {symbol: 'star', size: 20, color: c.program, line: {color: c.paper, width: 1.5}},
-      text: [programHover('Program (the whole selection)', program, memory, roofs.none)], hovertemplate: '%{text}<extra></extra>',
+      text: [programHover('Program (the whole selection)', program, memory, roofs.none)],
+      hovertemplate: '%{text}<extra></extra>',
       meta: {kind: 'program'},
     });
   }
   const selected = plotted.find((row) => row.key === selectedKey);
   traces.push({
-    type: 'scatter', mode: 'markers', name: 'selected op', showlegend: false, hoverinfo: 'skip',
-    x: selected ? [selected.intensity] : [], y: selected ? [selected.flopRate * G] : [],
-    marker: {symbol: 'circle-open', size: 34, color: c.highlight, line: {width: 3, color: c.highlight}},
+    type: 'scatter',
+    mode: 'markers',
+    name: 'selected op',
+    showlegend: false,
+    hoverinfo: 'skip',
+    x: selected ? [selected.intensity] : [],
+    y: selected ? [selected.flopRate * G] : [],
+    marker: {
+      symbol: 'circle-open',
+      size: 34,
+      color: c.highlight,
+      line: {width: 3, color: c.highlight},
+    },
     meta: {kind: 'highlight', key: selected ? selected.key : ''},
   });
   return {data: traces, layout: baseLayout(range, c, {annotations})};
 }
 
 /** The program-level chart: Total, Average step and each step as points. */
-export function programFigure({points, roofs, colors: c, selectedStep, incomplete, memory = 'HBM'}) {
+export function programFigure({
+  points,
+  roofs,
+  colors: c,
+  selectedStep,
+  incomplete,
+  memory = 'HBM',
+}) {
   const shown = points.filter((p) => plottable(p.record));
   const xy = shown.map((p) => ({x: chartIntensity(p.record), y: p.record.measured_flop_rate * G}));
   const labelSteps = shown.length <= MAX_STEP_LABELS; // past this, numbers would cover the points
@@ -142,16 +186,35 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
     const list = shown.filter(test);
     if (!list.length) continue;
     traces.push({
-      type: 'scatter', mode: 'markers+text', name, legendgroup: 'program',
+      type: 'scatter',
+      mode: 'markers+text',
+      name,
+      legendgroup: 'program',
       x: list.map((p) => chartIntensity(p.record)),
       y: list.map((p) => p.record.measured_flop_rate * G),
-      text: list.map((p) => (p.step === 'total' || p.step === 'average' || !labelSteps ? '' : p.step)),
-      textposition: 'top center', textfont: {size: 10, color: c.muted},
-      hovertext: list.map((p) => programHover(p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''), p.record, memory, roofs.none)),
-      hovertemplate: '%{hovertext}<extra></extra>', customdata: list.map((p) => p.step),
+      text: list.map((p) =>
+        p.step === 'total' || p.step === 'average' || !labelSteps ? '' : p.step,
+      ),
+      textposition: 'top center',
+      textfont: {size: 10, color: c.muted},
+      hovertext: list.map((p) =>
+        programHover(
+          p.label + (incomplete.has(p.step) ? ' (incomplete)' : ''),
+          p.record,
+          memory,
+          roofs.none,
+        ),
+      ),
+      hovertemplate: '%{hovertext}<extra></extra>',
+      customdata: list.map((p) => p.step),
       marker: {
-        symbol: list.map((p) => (incomplete.has(p.step) ? `${symbol}-open` : symbol)), size, color,
-        line: {color: list.map((p) => (p.step === selectedStep ? c.highlight : c.paper)), width: list.map((p) => (p.step === selectedStep ? 3 : 1))},
+        symbol: list.map((p) => (incomplete.has(p.step) ? `${symbol}-open` : symbol)),
+        size,
+        color,
+        line: {
+          color: list.map((p) => (p.step === selectedStep ? c.highlight : c.paper)),
+          width: list.map((p) => (p.step === selectedStep ? 3 : 1)),
+        },
       },
       meta: {kind: 'program-points'},
     });
@@ -163,7 +226,16 @@ export function programFigure({points, roofs, colors: c, selectedStep, incomplet
 }
 
 /** The compare chart: A and B point clouds, an arrow from A to B per matched op. */
-export function compareFigure({pairs, onlyA, onlyB, programs, roofs, colors: c, labels, maxArrows}) {
+export function compareFigure({
+  pairs,
+  onlyA,
+  onlyB,
+  programs,
+  roofs,
+  colors: c,
+  labels,
+  maxArrows,
+}) {
   const xy = [];
   for (const p of pairs) xy.push({x: p.a.x, y: p.a.y}, {x: p.b.x, y: p.b.y});
   for (const p of [...onlyA, ...onlyB]) xy.push(p);
@@ -171,9 +243,20 @@ export function compareFigure({pairs, onlyA, onlyB, programs, roofs, colors: c, 
   const range = ranges(xy, roofs);
   const {traces, annotations} = roofTraces(roofs, range, c);
   const cloud = (name, list, color, open, kind) => ({
-    type: 'scatter', mode: 'markers', name: esc(name), legendgroup: kind,
-    x: list.map((p) => p.x), y: list.map((p) => p.y), text: list.map((p) => p.hover), hovertemplate: '%{text}<extra></extra>',
-    marker: {symbol: open ? 'circle-open' : 'circle', size: 9, color, line: {width: open ? 2 : 0.8, color: open ? color : c.paper}},
+    type: 'scatter',
+    mode: 'markers',
+    name: esc(name),
+    legendgroup: kind,
+    x: list.map((p) => p.x),
+    y: list.map((p) => p.y),
+    text: list.map((p) => p.hover),
+    hovertemplate: '%{text}<extra></extra>',
+    marker: {
+      symbol: open ? 'circle-open' : 'circle',
+      size: 9,
+      color,
+      line: {width: open ? 2 : 0.8, color: open ? color : c.paper},
+    },
     meta: {kind},
   });
   traces.push(
@@ -183,18 +266,43 @@ export function compareFigure({pairs, onlyA, onlyB, programs, roofs, colors: c, 
   const [progA, progB] = programs;
   if (progA && progB) {
     traces.push({
-      type: 'scatter', mode: 'markers', name: 'Program A → B', legendgroup: 'program',
-      x: [progA.x, progB.x], y: [progA.y, progB.y], text: [progA.hover, progB.hover], hovertemplate: '%{text}<extra></extra>',
-      marker: {symbol: ['star-open', 'star'], size: 18, color: [c.a, c.b], line: {width: 2, color: [c.a, c.paper]}},
+      type: 'scatter',
+      mode: 'markers',
+      name: 'Program A → B',
+      legendgroup: 'program',
+      x: [progA.x, progB.x],
+      y: [progA.y, progB.y],
+      text: [progA.hover, progB.hover],
+      hovertemplate: '%{text}<extra></extra>',
+      marker: {
+        symbol: ['star-open', 'star'],
+        size: 18,
+        color: [c.a, c.b],
+        line: {width: 2, color: [c.a, c.paper]},
+      },
       meta: {kind: 'compare-program'},
     });
   }
   const arrow = (from, to, width, color, name) => ({
-    x: Math.log10(to.x), y: Math.log10(to.y), ax: Math.log10(from.x), ay: Math.log10(from.y),
-    xref: 'x', yref: 'y', axref: 'x', ayref: 'y', text: '', showarrow: true,
-    arrowhead: 2, arrowsize: 1, arrowwidth: width, arrowcolor: color, standoff: 4, name,
+    x: Math.log10(to.x),
+    y: Math.log10(to.y),
+    ax: Math.log10(from.x),
+    ay: Math.log10(from.y),
+    xref: 'x',
+    yref: 'y',
+    axref: 'x',
+    ayref: 'y',
+    text: '',
+    showarrow: true,
+    arrowhead: 2,
+    arrowsize: 1,
+    arrowwidth: width,
+    arrowcolor: color,
+    standoff: 4,
+    name,
   });
-  for (const p of pairs.slice(0, maxArrows)) annotations.push(arrow(p.a, p.b, 1.2, c.arrow, 'op-arrow'));
+  for (const p of pairs.slice(0, maxArrows))
+    annotations.push(arrow(p.a, p.b, 1.2, c.arrow, 'op-arrow'));
   if (progA && progB) annotations.push(arrow(progA, progB, 2.2, c.program, 'program-arrow'));
   return {data: traces, layout: baseLayout(range, c, {annotations})};
 }

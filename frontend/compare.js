@@ -7,8 +7,25 @@ import {compareFigure, plot} from './charts.js';
 import {COMPARE_COLUMNS} from './columns.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
-import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct, signed} from './format.js';
-import {boundByLabel, chartIntensity, mainMemory, opKey, plottable, roofModel, selectionRecords} from './model.js';
+import {
+  byteRate,
+  duration,
+  escapeHtml as esc,
+  flopRate,
+  gibToGb,
+  num,
+  pct,
+  signed,
+} from './format.js';
+import {
+  boundByLabel,
+  chartIntensity,
+  mainMemory,
+  opKey,
+  plottable,
+  roofModel,
+  selectionRecords,
+} from './model.js';
 import {loadPlotly} from './plotly.js';
 import {selectionLabel} from './state.js';
 import {SortableTable} from './table.js';
@@ -41,16 +58,20 @@ const fixed2 = (v) => v.toFixed(2);
 
 /** The program change in one sentence; `roofless`: no peaks known, so no efficiency or bound. */
 export function summaryText(p, memory = 'HBM', roofless = false) {
-  const time = `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
+  const time =
+    `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
     `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`;
   const flops = `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`;
-  const parts = roofless ? [time, flops, 'no peaks known, so no roofline efficiency or bound'] : [
-    time,
-    `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
-    flops,
-    `bound by ${boundByLabel(p.bound_by_a, memory)} → ${boundByLabel(p.bound_by_b, memory)}`,
-  ];
-  const verdict = p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'Same program time';
+  const parts = roofless
+    ? [time, flops, 'no peaks known, so no roofline efficiency or bound']
+    : [
+        time,
+        `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
+        flops,
+        `bound by ${boundByLabel(p.bound_by_a, memory)} → ${boundByLabel(p.bound_by_b, memory)}`,
+      ];
+  const verdict =
+    p.time_us_delta > 0 ? 'B is slower' : p.time_us_delta < 0 ? 'B is faster' : 'Same program time';
   return `${verdict}: ${parts.join('; ')}.`;
 }
 
@@ -64,7 +85,10 @@ export class CompareView {
   /** a, b: {run, host, step}; peaks: '' (the profiles' own) or the `peaks` value of the API. */
   async show(a, b, peaks = '') {
     const token = ++this.token;
-    this.labels = {a: selectionLabel(a.run, a.host, a.step), b: selectionLabel(b.run, b.host, b.step)};
+    this.labels = {
+      a: selectionLabel(a.run, a.host, a.step),
+      b: selectionLabel(b.run, b.host, b.step),
+    };
     this.container.dataset.state = 'loading';
     if (this.chart && this.Plotly) this.Plotly.purge(this.chart);
     this.chart = null;
@@ -75,7 +99,10 @@ export class CompareView {
     let Plotly;
     try {
       [result, dataA, dataB, Plotly] = await Promise.all([
-        api.compare(a, b, peaks), api.roofline(a.run, a.host, a.step, peaks), api.roofline(b.run, b.host, b.step, peaks), loadPlotly(),
+        api.compare(a, b, peaks),
+        api.roofline(a.run, a.host, a.step, peaks),
+        api.roofline(b.run, b.host, b.step, peaks),
+        loadPlotly(),
       ]);
     } catch (err) {
       if (token !== this.token) return;
@@ -107,72 +134,156 @@ export class CompareView {
     this.unplaced = 0;
     for (const op of this.result.ops || []) {
       op.key = opKey(op.program, op.operation);
-      const pa = op.only_in === 'B' ? null : point(findA(op.program, op.operation), 'A', this.labels.a, memory);
-      const pb = op.only_in === 'A' ? null : point(findB(op.program, op.operation), 'B', this.labels.b, memory);
+      const pa =
+        op.only_in === 'B'
+          ? null
+          : point(findA(op.program, op.operation), 'A', this.labels.a, memory);
+      const pb =
+        op.only_in === 'A'
+          ? null
+          : point(findB(op.program, op.operation), 'B', this.labels.b, memory);
       if (pa && pb) this.pairs.push({a: pa, b: pb, op});
       else if (pa && op.only_in === 'A') this.onlyA.push(pa);
       else if (pb && op.only_in === 'B') this.onlyB.push(pb);
       else this.unplaced += 1;
     }
-    this.programs = [point(selA.program, 'A', this.labels.a, memory), point(selB.program, 'B', this.labels.b, memory)];
+    this.programs = [
+      point(selA.program, 'A', this.labels.a, memory),
+      point(selB.program, 'B', this.labels.b, memory),
+    ];
     this.roofs = roofModel(dataA.device || {}, [selA.program, ...selA.ops].filter(Boolean));
     this.peaksSource = (dataA.device || {}).peaks_source || '';
     const devA = (dataA.device || {}).device_type;
     const devB = (dataB.device || {}).device_type;
-    this.deviceNote = devA !== devB ? `A ran on ${devA || 'an unknown device'} and B on ${devB || 'an unknown device'}: the roofs drawn are A's.` : '';
+    this.deviceNote =
+      devA !== devB
+        ? `A ran on ${devA || 'an unknown device'} and B on ${devB || 'an unknown device'}: the roofs drawn are A's.`
+        : '';
   }
 
   build(a, b) {
     const p = this.result.program || {};
     const name = `roofline_compare_${a.run}_${a.step}_vs_${b.run}_${b.step}`;
-    this.chart = el('div', {class: 'chart compare-chart', id: 'compare-chart', role: 'figure', 'aria-label': 'Compare chart: arrows from A to B'});
-    this.table = new SortableTable(COMPARE_COLUMNS, {id: 'compare-table', label: 'Op deltas, B against A', sort: {key: 'abs_delta', dir: 'desc'}});
+    this.chart = el('div', {
+      class: 'chart compare-chart',
+      id: 'compare-chart',
+      role: 'figure',
+      'aria-label': 'Compare chart: arrows from A to B',
+    });
+    this.table = new SortableTable(COMPARE_COLUMNS, {
+      id: 'compare-table',
+      label: 'Op deltas, B against A',
+      sort: {key: 'abs_delta', dir: 'desc'},
+    });
     const ops = this.result.ops || [];
     const only = (side) => ops.filter((op) => op.only_in === side).length;
     const notes = [
       `${this.pairs.length} matched op${this.pairs.length === 1 ? '' : 's'} with an arrow from A (hollow) to B (filled)` +
-        (this.pairs.length > MAX_ARROWS ? ` (arrows for the ${MAX_ARROWS} largest time changes)` : '') + '.',
+        (this.pairs.length > MAX_ARROWS
+          ? ` (arrows for the ${MAX_ARROWS} largest time changes)`
+          : '') +
+        '.',
     ];
     if (only('A') || only('B')) notes.push(`${only('A')} op(s) only in A, ${only('B')} only in B.`);
-    if (this.unplaced) notes.push(`${this.unplaced} op(s) with no FLOPs or no byte counts are in the table only.`);
+    if (this.unplaced)
+      notes.push(`${this.unplaced} op(s) with no FLOPs or no byte counts are in the table only.`);
     if (this.deviceNote) notes.push(this.deviceNote);
-    if (this.roofs.none) notes.push('No peaks known: no roofs; ops are placed by operational intensity (FLOPs per byte accessed). Choose Device peaks in the sidebar to draw roofs.');
+    if (this.roofs.none)
+      notes.push(
+        'No peaks known: no roofs; ops are placed by operational intensity (FLOPs per byte accessed). Choose Device peaks in the sidebar to draw roofs.',
+      );
     show(
       this.container,
-      el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Compare'}),
-        el('p', {class: 'muted selection-label'}, el('span', {class: 'side a', text: 'A'}), ` ${this.labels.a}  `, el('span', {class: 'side b', text: 'B'}), ` ${this.labels.b}`)),
-      el('section', {class: 'panel summary', 'aria-label': 'Program summary'},
-        el('p', {class: 'summary-line', id: 'compare-summary', text: summaryText(p, this.memory, this.roofs.none)}),
-        el('p', {class: 'muted', text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`})),
-      el('section', {class: 'panel', 'aria-labelledby': 'compare-chart-title'},
-        el('div', {class: 'section-head'}, el('h3', {id: 'compare-chart-title', text: 'Ops, A → B'}),
+      el(
+        'header',
+        {class: 'view-header'},
+        el('h2', {text: 'Roofline Compare'}),
+        el(
+          'p',
+          {class: 'muted selection-label'},
+          el('span', {class: 'side a', text: 'A'}),
+          ` ${this.labels.a}  `,
+          el('span', {class: 'side b', text: 'B'}),
+          ` ${this.labels.b}`,
+        ),
+      ),
+      el(
+        'section',
+        {class: 'panel summary', 'aria-label': 'Program summary'},
+        el('p', {
+          class: 'summary-line',
+          id: 'compare-summary',
+          text: summaryText(p, this.memory, this.roofs.none),
+        }),
+        el('p', {
+          class: 'muted',
+          text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`,
+        }),
+      ),
+      el(
+        'section',
+        {class: 'panel', 'aria-labelledby': 'compare-chart-title'},
+        el(
+          'div',
+          {class: 'section-head'},
+          el('h3', {id: 'compare-chart-title', text: 'Ops, A → B'}),
           exportButtons('Chart export', [
             ['PNG', () => downloadChart(this.Plotly, this.chart, 'png', name)],
             ['SVG', () => downloadChart(this.Plotly, this.chart, 'svg', name)],
-          ])),
-        el('div', {class: 'notes'}, notes.map((text) => el('p', {class: 'note', text}))),
-        this.chart),
-      el('section', {class: 'panel', 'aria-labelledby': 'compare-table-title'},
-        el('div', {class: 'section-head'}, el('h3', {id: 'compare-table-title', text: 'Op deltas (B − A), largest |time Δ| first'}),
+          ]),
+        ),
+        el(
+          'div',
+          {class: 'notes'},
+          notes.map((text) => el('p', {class: 'note', text})),
+        ),
+        this.chart,
+      ),
+      el(
+        'section',
+        {class: 'panel', 'aria-labelledby': 'compare-table-title'},
+        el(
+          'div',
+          {class: 'section-head'},
+          el('h3', {id: 'compare-table-title', text: 'Op deltas (B − A), largest |time Δ| first'}),
           el('span', {class: 'muted table-info', text: `${ops.length} ops`}),
           exportButtons('Table export', [
             ['CSV', () => downloadCsv(this.table, name)],
-            ['JSON', () => downloadJson(this.table, name, {a: this.result.a, b: this.result.b, program: p})],
-          ])),
-        this.table.element),
+            [
+              'JSON',
+              () =>
+                downloadJson(this.table, name, {a: this.result.a, b: this.result.b, program: p}),
+            ],
+          ]),
+        ),
+        this.table.element,
+      ),
     );
     for (const op of ops) op.rowClass = op.only_in ? 'only' : '';
     this.table.setRows(ops);
   }
 
   async draw() {
-    await plot(this.Plotly, this.chart, compareFigure({
-      pairs: this.pairs, onlyA: this.onlyA, onlyB: this.onlyB, programs: this.programs, roofs: this.roofs,
-      colors: colors(), labels: this.labels, maxArrows: MAX_ARROWS,
-    }), {plotly_afterplot: () => markPaint('compareChart')}, 'roofline_compare');
+    await plot(
+      this.Plotly,
+      this.chart,
+      compareFigure({
+        pairs: this.pairs,
+        onlyA: this.onlyA,
+        onlyB: this.onlyB,
+        programs: this.programs,
+        roofs: this.roofs,
+        colors: colors(),
+        labels: this.labels,
+        maxArrows: MAX_ARROWS,
+      }),
+      {plotly_afterplot: () => markPaint('compareChart')},
+      'roofline_compare',
+    );
   }
 
   redraw() {
-    if (this.Plotly && !this.container.hidden && this.container.dataset.state === 'ready') this.draw();
+    if (this.Plotly && !this.container.hidden && this.container.dataset.state === 'ready')
+      this.draw();
   }
 }

@@ -10,7 +10,8 @@ const MAX_MESSAGES = 8; // per kind; the rest are counted, not listed
 
 /** Where the peaks came from, in words. */
 export function peaksSourceText(source) {
-  if (!source || source === 'none') return 'none known: the profile carries none (choose Device peaks in the sidebar)';
+  if (!source || source === 'none')
+    return 'none known: the profile carries none (choose Device peaks in the sidebar)';
   if (source === 'profile') return "the profile (the device's capability stats)";
   return source;
 }
@@ -24,35 +25,70 @@ function coresText(device) {
 }
 
 function facts(items) {
-  return el('dl', {class: 'facts'}, items.map(([term, value]) => [el('dt', {text: term}), el('dd', {}, value)]));
+  return el(
+    'dl',
+    {class: 'facts'},
+    items.map(([term, value]) => [el('dt', {text: term}), el('dd', {}, value)]),
+  );
 }
 
 function unknownPeaksTable(device) {
-  const row = (name, what) => el('tr', {}, el('th', {scope: 'row', text: name}), el('td', {class: 'num', text: 'unknown'}), el('td', {text: what}));
+  const row = (name, what) =>
+    el(
+      'tr',
+      {},
+      el('th', {scope: 'row', text: name}),
+      el('td', {class: 'num', text: 'unknown'}),
+      el('td', {text: what}),
+    );
   return el(
-    'table', {class: 'peaks', 'data-peaks': 'unknown'},
+    'table',
+    {class: 'peaks', 'data-peaks': 'unknown'},
     el('caption', {class: 'sr-only', text: 'Device peaks (none known)'}),
-    el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Peak'}), el('th', {scope: 'col', class: 'num', text: 'Value'}), el('th', {scope: 'col', text: ''}))),
-    el('tbody', {},
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        el('th', {scope: 'col', text: 'Peak'}),
+        el('th', {scope: 'col', class: 'num', text: 'Value'}),
+        el('th', {scope: 'col', text: ''}),
+      ),
+    ),
+    el(
+      'tbody',
+      {},
       row('compute', 'not in the profile: no compute roof'),
-      row(mainMemory(device), 'not in the profile: no memory roof')),
+      row(mainMemory(device), 'not in the profile: no memory roof'),
+    ),
   );
 }
 
 function peaksTable(device, memoryNotes) {
-  if (device.peaks_known === false || (!(device.peak_flop_rate_gflops > 0) && !(device.memories || []).length)) {
+  if (
+    device.peaks_known === false ||
+    (!(device.peak_flop_rate_gflops > 0) && !(device.memories || []).length)
+  ) {
     return unknownPeaksTable(device);
   }
   const compute = Object.entries(device.dtype_peak_gflops || {}).sort((a, b) => b[1] - a[1]);
   if (!compute.length) compute.push(['all dtypes', device.peak_flop_rate_gflops || 0]);
   const rows = compute.map(([dtype, gflops]) =>
-    el('tr', {}, el('th', {scope: 'row', text: `${dtype} compute`}), el('td', {class: 'num', text: flopRate(gflops)}), el('td', {text: gflops === device.peak_flop_rate_gflops ? 'the peak the table uses' : ''})),
+    el(
+      'tr',
+      {},
+      el('th', {scope: 'row', text: `${dtype} compute`}),
+      el('td', {class: 'num', text: flopRate(gflops)}),
+      el('td', {text: gflops === device.peak_flop_rate_gflops ? 'the peak the table uses' : ''}),
+    ),
   );
   for (const m of device.memories || []) {
     const note = memoryNotes.get(m.name);
     rows.push(
       el(
-        'tr', {},
+        'tr',
+        {},
         el('th', {scope: 'row', text: m.name}),
         el('td', {class: 'num', text: byteRate(m.peak_gbps)}),
         el('td', {text: `ridge point ${num(m.ridge_point)} FLOP/byte${note ? ` · ${note}` : ''}`}),
@@ -60,9 +96,20 @@ function peaksTable(device, memoryNotes) {
     );
   }
   return el(
-    'table', {class: 'peaks'},
+    'table',
+    {class: 'peaks'},
     el('caption', {class: 'sr-only', text: 'Device peaks'}),
-    el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Peak'}), el('th', {scope: 'col', class: 'num', text: 'Value'}), el('th', {scope: 'col', text: ''}))),
+    el(
+      'thead',
+      {},
+      el(
+        'tr',
+        {},
+        el('th', {scope: 'col', text: 'Peak'}),
+        el('th', {scope: 'col', class: 'num', text: 'Value'}),
+        el('th', {scope: 'col', text: ''}),
+      ),
+    ),
     el('tbody', {}, rows),
   );
 }
@@ -75,10 +122,19 @@ function messages(diagnostics, notes, unattributed) {
   const list = el('ul', {class: 'messages'});
   const add = (kind, word, items) => {
     const all = items || [];
-    for (const text of all.slice(0, MAX_MESSAGES)) list.append(el('li', {class: kind}, el('strong', {text: `${word}: `}), readableMessage(text)));
+    for (const text of all.slice(0, MAX_MESSAGES))
+      list.append(
+        el('li', {class: kind}, el('strong', {text: `${word}: `}), readableMessage(text)),
+      );
     if (all.length > MAX_MESSAGES) {
-      list.append(el('li', {class: kind, 'data-note': 'more-messages'}, el('strong', {text: `${word}: `}),
-        `… and ${num(all.length - MAX_MESSAGES)} more (all of them in the JSON of the data route).`));
+      list.append(
+        el(
+          'li',
+          {class: kind, 'data-note': 'more-messages'},
+          el('strong', {text: `${word}: `}),
+          `… and ${num(all.length - MAX_MESSAGES)} more (all of them in the JSON of the data route).`,
+        ),
+      );
     }
   };
   add('error', 'Error', diagnostics.errors);
@@ -87,10 +143,19 @@ function messages(diagnostics, notes, unattributed) {
   add('info', 'Note', notes);
   if (unattributed && unattributed.length) {
     const time = unattributed.reduce((sum, k) => sum + (k.total_time_us || 0), 0);
-    const names = unattributed.slice(0, 4).map((k) => `${k.name} (${k.occurrences}×, ${duration(k.total_time_us)})`).join(', ');
+    const names = unattributed
+      .slice(0, 4)
+      .map((k) => `${k.name} (${k.occurrences}×, ${duration(k.total_time_us)})`)
+      .join(', ');
     list.append(
-      el('li', {class: 'info'}, el('strong', {text: 'Note: '}),
-        readableMessage(`${num(unattributed.length)} GPU kernel(s) without an HLO op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`)),
+      el(
+        'li',
+        {class: 'info'},
+        el('strong', {text: 'Note: '}),
+        readableMessage(
+          `${num(unattributed.length)} GPU kernel(s) without an HLO op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`,
+        ),
+      ),
     );
   }
   return list.children.length ? list : null;
@@ -102,12 +167,22 @@ export function devicePanel(data, memoryNotes = new Map()) {
   const database = data.database || {};
   const hosts = data.hosts || [];
   return el(
-    'details', {class: 'panel device', open: true},
-    el('summary', {}, el('span', {class: 'panel-title', text: device.device_type || 'Unknown device'}), el('span', {class: 'muted', text: ` · ${coresText(device)}`})),
+    'details',
+    {class: 'panel device', open: true},
     el(
-      'div', {class: 'device-body'},
+      'summary',
+      {},
+      el('span', {class: 'panel-title', text: device.device_type || 'Unknown device'}),
+      el('span', {class: 'muted', text: ` · ${coresText(device)}`}),
+    ),
+    el(
+      'div',
+      {class: 'device-body'},
       facts([
-        ['Device', `${device.device_type || 'unknown'} (${device.hardware_type || 'unknown kind'})`],
+        [
+          'Device',
+          `${device.device_type || 'unknown'} (${device.hardware_type || 'unknown kind'})`,
+        ],
         ['Cores', coresText(device)],
         ['Hosts', hosts.length ? namesPhrase(hosts) : '—'],
         ['Peaks from', peaksSourceText(device.peaks_source)],

@@ -50,7 +50,12 @@ export function selectField(label, options, value, onChange, attrs = {}) {
     control.append(item);
   }
   control.addEventListener('change', () => onChange(control.value));
-  const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
+  const field = el(
+    'label',
+    {class: 'field'},
+    el('span', {class: 'field-label', text: label}),
+    control,
+  );
   return field;
 }
 
@@ -58,7 +63,12 @@ export function selectField(label, options, value, onChange, attrs = {}) {
 export function inputField(label, attrs, onInput, event = 'input') {
   const control = el('input', attrs);
   control.addEventListener(event, () => onInput(control));
-  const field = el('label', {class: 'field'}, el('span', {class: 'field-label', text: label}), control);
+  const field = el(
+    'label',
+    {class: 'field'},
+    el('span', {class: 'field-label', text: label}),
+    control,
+  );
   return field;
 }
 
@@ -77,7 +87,12 @@ export function checkboxField(label, checked, onChange, attrs = {}) {
  */
 export function status(kind, text, detail = '') {
   const role = kind === 'error' ? 'alert' : 'status';
-  return el('div', {class: `status ${kind}`, role}, el('p', {class: 'status-title', text}), detail ? el('p', {class: 'status-detail', text: readableMessage(detail)}) : null);
+  return el(
+    'div',
+    {class: `status ${kind}`, role},
+    el('p', {class: 'status-title', text}),
+    detail ? el('p', {class: 'status-detail', text: readableMessage(detail)}) : null,
+  );
 }
 
 /** Replaces the children of `node`. */

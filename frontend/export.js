@@ -21,30 +21,47 @@ function fields(table) {
 export function tableCsv(table) {
   const list = fields(table);
   const lines = [list.map(([, label]) => csvCell(label)).join(',')];
-  for (const row of table.visibleRows()) lines.push(list.map(([, , value]) => csvCell(value(row))).join(','));
+  for (const row of table.visibleRows())
+    lines.push(list.map(([, , value]) => csvCell(value(row))).join(','));
   return `${lines.join('\r\n')}\r\n`;
 }
 
 /** The visible rows as JSON objects keyed by field, with what was selected. */
 export function tableJson(table, meta) {
   const list = fields(table);
-  const rows = table.visibleRows().map((row) => Object.fromEntries(list.map(([key, , value]) => [key, value(row)])));
-  return JSON.stringify({...meta, columns: list.map(([key, label]) => ({key, label})), rows}, null, 2);
+  const rows = table
+    .visibleRows()
+    .map((row) => Object.fromEntries(list.map(([key, , value]) => [key, value(row)])));
+  return JSON.stringify(
+    {...meta, columns: list.map(([key, label]) => ({key, label})), rows},
+    null,
+    2,
+  );
 }
 
 export function downloadCsv(table, name) {
-  download(`${safeFileName(name)}.csv`, new Blob([tableCsv(table)], {type: 'text/csv;charset=utf-8'}));
+  download(
+    `${safeFileName(name)}.csv`,
+    new Blob([tableCsv(table)], {type: 'text/csv;charset=utf-8'}),
+  );
 }
 
 export function downloadJson(table, name, meta) {
-  download(`${safeFileName(name)}.json`, new Blob([tableJson(table, meta)], {type: 'application/json'}));
+  download(
+    `${safeFileName(name)}.json`,
+    new Blob([tableJson(table, meta)], {type: 'application/json'}),
+  );
 }
 
 /** PNG or SVG of a Plotly chart, through Plotly's own image export. */
 export function downloadChart(Plotly, node, format, name) {
   const rect = node.getBoundingClientRect();
   return Plotly.downloadImage(node, {
-    format, filename: safeFileName(name), width: Math.round(rect.width) || 1000, height: Math.round(rect.height) || 500, scale: format === 'png' ? 2 : 1,
+    format,
+    filename: safeFileName(name),
+    width: Math.round(rect.width) || 1000,
+    height: Math.round(rect.height) || 500,
+    scale: format === 'png' ? 2 : 1,
   });
 }
 
@@ -53,6 +70,8 @@ export function exportButtons(label, actions) {
   return el(
     'div',
     {class: 'export', role: 'group', 'aria-label': label},
-    actions.map(([text, handler, title]) => el('button', {type: 'button', class: 'small', title: title || text, onclick: handler, text})),
+    actions.map(([text, handler, title]) =>
+      el('button', {type: 'button', class: 'small', title: title || text, onclick: handler, text}),
+    ),
   );
 }

@@ -24,26 +24,69 @@ export function filterBar(rows, filters, onChange) {
   if (current.program && !programs.includes(current.program)) current.program = '';
 
   const message = el('p', {class: 'filter-error', role: 'alert', 'aria-live': 'polite'});
-  const category = selectField('Category', all(categories, 'categories'), current.category, (v) => update({category: v}), {id: 'filter-category'});
-  const bound = selectField('Bound by', all(bounds, 'bounds'), current.boundBy, (v) => update({boundBy: v}), {id: 'filter-bound'});
-  const program = selectField('Program', all(programs, 'programs'), current.program, (v) => update({program: v}), {id: 'filter-program'});
+  const category = selectField(
+    'Category',
+    all(categories, 'categories'),
+    current.category,
+    (v) => update({category: v}),
+    {id: 'filter-category'},
+  );
+  const bound = selectField(
+    'Bound by',
+    all(bounds, 'bounds'),
+    current.boundBy,
+    (v) => update({boundBy: v}),
+    {id: 'filter-bound'},
+  );
+  const program = selectField(
+    'Program',
+    all(programs, 'programs'),
+    current.program,
+    (v) => update({program: v}),
+    {id: 'filter-program'},
+  );
   const regex = inputField(
     'Op name (regex)',
-    {type: 'search', id: 'filter-regex', value: current.regex, placeholder: 'e.g. ^fusion', spellcheck: 'false', autocomplete: 'off'},
+    {
+      type: 'search',
+      id: 'filter-regex',
+      value: current.regex,
+      placeholder: 'e.g. ^fusion',
+      spellcheck: 'false',
+      autocomplete: 'off',
+    },
     (input) => update({regex: input.value}),
   );
   const minShare = inputField(
     'Min. share of time (%)',
-    {type: 'number', id: 'filter-share', min: '0', max: '100', step: '0.1', value: current.minShare || '', placeholder: '0'},
+    {
+      type: 'number',
+      id: 'filter-share',
+      min: '0',
+      max: '100',
+      step: '0.1',
+      value: current.minShare || '',
+      placeholder: '0',
+    },
     (input) => update({minShare: Number(input.value) || 0}),
   );
   const topN = inputField(
     'Top N (by self time)',
-    {type: 'number', id: 'filter-topn', min: '0', step: '1', value: current.topN || '', placeholder: 'all'},
+    {
+      type: 'number',
+      id: 'filter-topn',
+      min: '0',
+      step: '1',
+      value: current.topN || '',
+      placeholder: 'all',
+    },
     (input) => update({topN: Math.max(0, Math.floor(Number(input.value) || 0))}),
   );
   const reset = el('button', {
-    type: 'button', class: 'small', id: 'filter-reset', text: 'Reset filters',
+    type: 'button',
+    class: 'small',
+    id: 'filter-reset',
+    text: 'Reset filters',
     onclick: () => {
       category.control.value = '';
       bound.control.value = '';
@@ -55,8 +98,16 @@ export function filterBar(rows, filters, onChange) {
     },
   });
   const element = el(
-    'div', {class: 'filters', role: 'group', 'aria-label': 'Filters for the op chart and table'},
-    category, bound, regex, program, minShare, topN, el('div', {class: 'field reset'}, reset), message,
+    'div',
+    {class: 'filters', role: 'group', 'aria-label': 'Filters for the op chart and table'},
+    category,
+    bound,
+    regex,
+    program,
+    minShare,
+    topN,
+    el('div', {class: 'field reset'}, reset),
+    message,
   );
   return {
     element,

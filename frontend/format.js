@@ -8,7 +8,8 @@ const fixed1 = new Intl.NumberFormat('en-US', {minimumFractionDigits: 1, maximum
 
 /** A number with 4 significant digits and thousands separators; '' for missing values. */
 export function num(value) {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return value === undefined ? '' : String(value ?? '');
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    return value === undefined ? '' : String(value ?? '');
   if (value === 0) return '0';
   if (Math.abs(value) < 1e-3 || Math.abs(value) >= 1e15) return value.toExponential(3);
   return significant.format(value);
@@ -48,7 +49,13 @@ export function signed(value, formatter = num) {
 /** FLOP/s given in GFLOP/s, with an SI prefix: 459 TFLOP/s. */
 export function flopRate(gflops) {
   if (typeof gflops !== 'number' || !Number.isFinite(gflops)) return '';
-  const units = [[1e6, 'PFLOP/s'], [1e3, 'TFLOP/s'], [1, 'GFLOP/s'], [1e-3, 'MFLOP/s'], [1e-6, 'kFLOP/s']];
+  const units = [
+    [1e6, 'PFLOP/s'],
+    [1e3, 'TFLOP/s'],
+    [1, 'GFLOP/s'],
+    [1e-3, 'MFLOP/s'],
+    [1e-6, 'kFLOP/s'],
+  ];
   for (const [scale, unit] of units) {
     if (Math.abs(gflops) >= scale) return `${num(gflops / scale)} ${unit}`;
   }
@@ -91,7 +98,11 @@ export function csvCell(value) {
 
 /** A file-name-safe version of a run / host / step label. */
 export function safeFileName(text) {
-  return String(text).replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '') || 'roofline';
+  return (
+    String(text)
+      .replace(/[^A-Za-z0-9_.-]+/g, '_')
+      .replace(/^_+|_+$/g, '') || 'roofline'
+  );
 }
 
 const LONG_LIST = 8; // a run of more numbers than this in a message is summarised
@@ -101,7 +112,8 @@ const NAMED_AT_MOST = 5; // longer lists are a count and a range (as wording.py 
 export function stepsPhrase(numbers) {
   const list = [...numbers].map(Number).sort((a, b) => a - b);
   if (list.length === 1) return `Step ${list[0]}`;
-  if (list.length <= NAMED_AT_MOST) return `Steps ${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
+  if (list.length <= NAMED_AT_MOST)
+    return `Steps ${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
   return `${num(list.length)} steps, ${num(list[0])}–${num(list[list.length - 1])}`;
 }
 
@@ -109,7 +121,8 @@ export function stepsPhrase(numbers) {
 export function namesPhrase(names) {
   const list = [...names];
   if (list.length <= 1) return list.join('');
-  if (list.length <= NAMED_AT_MOST) return `${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
+  if (list.length <= NAMED_AT_MOST)
+    return `${list.slice(0, -1).join(', ')} and ${list[list.length - 1]}`;
   return `${list.slice(0, NAMED_AT_MOST).join(', ')} and ${num(list.length - NAMED_AT_MOST)} more`;
 }
 
@@ -125,6 +138,7 @@ export function readableMessage(text, maxChars = MAX_MESSAGE_CHARS) {
     const items = run.split(', ');
     return `${items[0]}, ${items[1]}, …, ${items[items.length - 1]} (${num(items.length)} in all)`;
   });
-  if (out.length > maxChars) out = `${out.slice(0, maxChars).trimEnd()}… (${num(out.length - maxChars)} more characters)`;
+  if (out.length > maxChars)
+    out = `${out.slice(0, maxChars).trimEnd()}… (${num(out.length - maxChars)} more characters)`;
   return out;
 }

@@ -10,8 +10,10 @@ function gain(row) {
 
 export function guidance(row) {
   if (row.aboveRoof) {
-    return `Above the ${row.boundBy} roof (${pct(row.efficiency, 0)}): likely an async copy, ` +
-      'a wrong peak or an inexact cost model, not real speed';
+    return (
+      `Above the ${row.boundBy} roof (${pct(row.efficiency, 0)}): likely an async copy, ` +
+      'a wrong peak or an inexact cost model, not real speed'
+    );
   }
   if (row.flopRate <= 0) {
     if (row.memoryEfficiency > 0) {

@@ -19,7 +19,8 @@ export function selectionRecords(data, step, include) {
       (r.record_type || 'ALL') === wantedType &&
       (wantedType !== 'PER_STEP' || String(r.step_num ?? 0) === String(step)),
   );
-  const program = records.find((r) => r.hlo_name === 'Program' && Number(r.rank || 0) === 0) || null;
+  const program =
+    records.find((r) => r.hlo_name === 'Program' && Number(r.rank || 0) === 0) || null;
   const ops = records.filter((r) => Number(r.rank || 0) > 0);
   return {program, ops};
 }
@@ -102,7 +103,8 @@ export function programPoints(totalData, include) {
     if (Boolean(r.include_infeed_outfeed) !== include) continue;
     const type = r.record_type || 'ALL';
     if (type === 'ALL') points.push({label: 'Total', step: 'total', record: r});
-    else if (type === 'AVERAGE_STEP') points.push({label: 'Average step', step: 'average', record: r});
+    else if (type === 'AVERAGE_STEP')
+      points.push({label: 'Average step', step: 'average', record: r});
     else points.push({label: `Step ${r.step_num ?? 0}`, step: String(r.step_num ?? 0), record: r});
   }
   const order = (p) => (p.step === 'total' ? -2 : p.step === 'average' ? -1 : Number(p.step));
@@ -111,8 +113,8 @@ export function programPoints(totalData, include) {
 
 // Record field holding each memory's bandwidth (GiB/s); null: the profile has no byte counts.
 const MEMORY_FIELD = {
-  'HBM': 'hbm_bw',
-  'DRAM': 'hbm_bw',
+  HBM: 'hbm_bw',
+  DRAM: 'hbm_bw',
   'CMEM read': 'cmem_read_bw',
   'CMEM write': 'cmem_write_bw',
   'VMEM read': 'vmem_read_bw',
@@ -139,9 +141,17 @@ export function roofModel(device, records = []) {
   const memories = (device.memories || [])
     .filter((m) => m.peak_gbps > 0)
     .map((m) => {
-      const field = Object.prototype.hasOwnProperty.call(MEMORY_FIELD, m.name) ? MEMORY_FIELD[m.name] : undefined;
-      const counted = field === undefined ? true : field !== null && records.some((r) => (r[field] || 0) > 0);
-      return {name: m.name, gbps: m.peak_gbps, ridge: m.ridge_point || (peak > 0 ? peak / m.peak_gbps : 0), noBytes: !counted};
+      const field = Object.prototype.hasOwnProperty.call(MEMORY_FIELD, m.name)
+        ? MEMORY_FIELD[m.name]
+        : undefined;
+      const counted =
+        field === undefined ? true : field !== null && records.some((r) => (r[field] || 0) > 0);
+      return {
+        name: m.name,
+        gbps: m.peak_gbps,
+        ridge: m.ridge_point || (peak > 0 ? peak / m.peak_gbps : 0),
+        noBytes: !counted,
+      };
     });
   return {peak, ceilings, memories, none: !ceilings.length && !memories.length};
 }

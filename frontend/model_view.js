@@ -10,7 +10,16 @@ import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.
 import {filterBar} from './filters.js';
 import {duration, flopRate, namesPhrase, num, pct, stepsPhrase} from './format.js';
 import {
-  applyFilters, boundByLabel, chartIntensity, distinct, mainMemory, opRows, plottable, programPoints, roofModel, selectionRecords,
+  applyFilters,
+  boundByLabel,
+  chartIntensity,
+  distinct,
+  mainMemory,
+  opRows,
+  plottable,
+  programPoints,
+  roofModel,
+  selectionRecords,
 } from './model.js';
 import {noRoofsNote} from './peaks.js';
 import {loadPlotly} from './plotly.js';
@@ -46,20 +55,35 @@ export class ModelView {
     const label = selectionLabel(sel.run, sel.host, sel.step);
     this.container.dataset.state = 'loading';
     this.purge();
-    show(this.container, status('loading', `Loading the roofline of ${label}… (the first load of a large profile can take a while)`));
+    show(
+      this.container,
+      status(
+        'loading',
+        `Loading the roofline of ${label}… (the first load of a large profile can take a while)`,
+      ),
+    );
     let data;
     let total;
     let Plotly;
     try {
       [data, total, Plotly] = await Promise.all([
-        api.roofline(sel.run, sel.host, sel.step, sel.peaks).then((d) => (markOnce('dataLoadedMs'), d)),
+        api
+          .roofline(sel.run, sel.host, sel.step, sel.peaks)
+          .then((d) => (markOnce('dataLoadedMs'), d)),
         api.roofline(sel.run, sel.host, 'total', sel.peaks),
         loadPlotly(),
       ]);
     } catch (err) {
       if (token !== this.token) return;
       this.container.dataset.state = 'error';
-      show(this.container, status('error', `Could not load ${label}.`, `${err.message.replace(/\.$/, '')}. Other runs and hosts are not affected: choose another in the sidebar.`));
+      show(
+        this.container,
+        status(
+          'error',
+          `Could not load ${label}.`,
+          `${err.message.replace(/\.$/, '')}. Other runs and hosts are not affected: choose another in the sidebar.`,
+        ),
+      );
       return;
     }
     if (token !== this.token) return;
@@ -73,20 +97,36 @@ export class ModelView {
     this.roofs = roofModel(data.device || {}, allRecords);
     this.memory = mainMemory(data.device || {});
     // Colours go to the categories on the chart, most time first (8 colours, then symbols).
-    this.styles = categoryStyles(distinct(this.rows.filter((r) => r.plottable), 'category'));
-    const memoryNotes = new Map(this.roofs.memories.filter((m) => m.noBytes).map((m) => [m.name, 'no byte counts in profile']));
+    this.styles = categoryStyles(
+      distinct(
+        this.rows.filter((r) => r.plottable),
+        'category',
+      ),
+    );
+    const memoryNotes = new Map(
+      this.roofs.memories
+        .filter((m) => m.noBytes)
+        .map((m) => [m.name, 'no byte counts in profile']),
+    );
     this.build(label, memoryNotes);
     markOnce('builtMs');
     await this.draw(token);
     if (token !== this.token) return;
     this.container.dataset.state = 'ready';
-    this.container.dataset.view = JSON.stringify({tool: 'model', run: sel.run, host: sel.host, step: sel.step, include: sel.include});
+    this.container.dataset.view = JSON.stringify({
+      tool: 'model',
+      run: sel.run,
+      host: sel.host,
+      step: sel.step,
+      include: sel.include,
+    });
     this.addAverageIfMissing(token);
   }
 
   /** Frees the charts of the previous selection (Plotly keeps window listeners otherwise). */
   purge() {
-    for (const node of [this.opChart, this.programChart]) if (node && this.Plotly) this.Plotly.purge(node);
+    for (const node of [this.opChart, this.programChart])
+      if (node && this.Plotly) this.Plotly.purge(node);
     this.opChart = null;
     this.programChart = null;
   }
@@ -95,19 +135,34 @@ export class ModelView {
     this.purge();
     this.peaksNote = null;
     const sel = this.sel;
-    const title = el('header', {class: 'view-header'}, el('h2', {text: 'Roofline Model'}), el('p', {class: 'muted selection-label', text: label}));
+    const title = el(
+      'header',
+      {class: 'view-header'},
+      el('h2', {text: 'Roofline Model'}),
+      el('p', {class: 'muted selection-label', text: label}),
+    );
     const parts = [title, devicePanel(this.data, memoryNotes)];
     if (!this.rows.length) {
-      parts.push(status('empty', this.program && this.program.total_time_in_us > 0
-        ? 'This selection has no device ops (with this infeed/outfeed setting).'
-        : 'This profile has no device ops: nothing ran on an accelerator while it was recorded. See the notes above.'));
+      parts.push(
+        status(
+          'empty',
+          this.program && this.program.total_time_in_us > 0
+            ? 'This selection has no device ops (with this infeed/outfeed setting).'
+            : 'This profile has no device ops: nothing ran on an accelerator while it was recorded. See the notes above.',
+        ),
+      );
     } else {
       this.filters = filterBar(this.rows, state.filters, (filters) => {
         state.filters = filters;
         this.selectedKey = '';
         this.refresh();
       });
-      this.opChart = el('div', {class: 'chart op-chart', id: 'op-chart', role: 'figure', 'aria-label': 'Op-level roofline chart'});
+      this.opChart = el('div', {
+        class: 'chart op-chart',
+        id: 'op-chart',
+        role: 'figure',
+        'aria-label': 'Op-level roofline chart',
+      });
       this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
       this.peaksNote = el('div', {class: 'peaks-note'});
       this.renderPeaksNote();
@@ -120,47 +175,91 @@ export class ModelView {
       this.tableInfo = el('span', {class: 'muted table-info'});
       this.boxNote = el('div', {class: 'box-note'});
       const name = `roofline_${sel.run}_${sel.host}_${sel.step}`;
-      const meta = () => ({selection: {run: sel.run, host: sel.host, step: sel.step, include_infeed_outfeed: sel.include}, filters: state.filters});
+      const meta = () => ({
+        selection: {
+          run: sel.run,
+          host: sel.host,
+          step: sel.step,
+          include_infeed_outfeed: sel.include,
+        },
+        filters: state.filters,
+      });
       parts.push(
         el('section', {class: 'panel', 'aria-label': 'Filters'}, this.filters.element),
         el(
-          'section', {class: 'panel', 'aria-labelledby': 'op-chart-title'},
-          el('div', {class: 'section-head'},
+          'section',
+          {class: 'panel', 'aria-labelledby': 'op-chart-title'},
+          el(
+            'div',
+            {class: 'section-head'},
             el('h3', {id: 'op-chart-title', text: 'Ops on the roofline'}),
-            el('span', {class: 'muted', text: 'dot area ∝ self time · colour = category · ★ = Program · drag to zoom, shift-drag or the box tool to select'}),
+            el('span', {
+              class: 'muted',
+              text: 'dot area ∝ self time · colour = category · ★ = Program · drag to zoom, shift-drag or the box tool to select',
+            }),
             exportButtons('Chart export', [
-              ['PNG', () => downloadChart(this.Plotly, this.opChart, 'png', name), 'Download the chart as PNG'],
-              ['SVG', () => downloadChart(this.Plotly, this.opChart, 'svg', name), 'Download the chart as SVG'],
-            ])),
+              [
+                'PNG',
+                () => downloadChart(this.Plotly, this.opChart, 'png', name),
+                'Download the chart as PNG',
+              ],
+              [
+                'SVG',
+                () => downloadChart(this.Plotly, this.opChart, 'svg', name),
+                'Download the chart as SVG',
+              ],
+            ]),
+          ),
           this.peaksNote,
           this.chartNotes,
           this.opChart,
         ),
         el(
-          'section', {class: 'panel', 'aria-labelledby': 'op-table-title'},
-          el('div', {class: 'section-head'},
-            el('h3', {id: 'op-table-title', text: 'Ops'}), this.tableInfo,
+          'section',
+          {class: 'panel', 'aria-labelledby': 'op-table-title'},
+          el(
+            'div',
+            {class: 'section-head'},
+            el('h3', {id: 'op-table-title', text: 'Ops'}),
+            this.tableInfo,
             exportButtons('Table export', [
               ['CSV', () => downloadCsv(this.table, name), 'Download the rows shown as CSV'],
-              ['JSON', () => downloadJson(this.table, name, meta()), 'Download the rows shown as JSON'],
-            ])),
+              [
+                'JSON',
+                () => downloadJson(this.table, name, meta()),
+                'Download the rows shown as JSON',
+              ],
+            ]),
+          ),
           this.boxNote,
           this.table.element,
         ),
       );
     }
-    this.programChart = el('div', {class: 'chart program-chart', id: 'program-chart', role: 'figure', 'aria-label': 'Program-level roofline chart'});
+    this.programChart = el('div', {
+      class: 'chart program-chart',
+      id: 'program-chart',
+      role: 'figure',
+      'aria-label': 'Program-level roofline chart',
+    });
     this.programInfo = el('div', {class: 'notes'});
     this.stepTable = el('div', {class: 'step-table'});
     parts.push(
       el(
-        'section', {class: 'panel', 'aria-labelledby': 'program-title'},
-        el('div', {class: 'section-head'},
-          el('h3', {id: 'program-title', text: 'Program: whole profile, average step and each step'}),
+        'section',
+        {class: 'panel', 'aria-labelledby': 'program-title'},
+        el(
+          'div',
+          {class: 'section-head'},
+          el('h3', {
+            id: 'program-title',
+            text: 'Program: whole profile, average step and each step',
+          }),
           exportButtons('Program chart export', [
             ['PNG', () => downloadChart(this.Plotly, this.programChart, 'png', `${name}_program`)],
             ['SVG', () => downloadChart(this.Plotly, this.programChart, 'svg', `${name}_program`)],
-          ])),
+          ]),
+        ),
         this.programInfo,
         el('div', {class: 'program-row'}, this.programChart, this.stepTable),
       ),
@@ -181,10 +280,15 @@ export class ModelView {
       show(this.peaksNote);
       return;
     }
-    show(this.peaksNote, noRoofsNote({
-      memory: this.memory, choices: this.peaksChoices, value: this.sel.peaks || '',
-      on: {onChoose: (value) => this.onChoosePeaks(value), onCalibrate: () => this.onCalibrate()},
-    }));
+    show(
+      this.peaksNote,
+      noRoofsNote({
+        memory: this.memory,
+        choices: this.peaksChoices,
+        value: this.sel.peaks || '',
+        on: {onChoose: (value) => this.onChoosePeaks(value), onCalibrate: () => this.onCalibrate()},
+      }),
+    );
   }
 
   filtered() {
@@ -204,7 +308,8 @@ export class ModelView {
     const rows = this.filtered();
     this.shownRows = rows;
     const tableRows = this.boxKeys ? rows.filter((row) => this.boxKeys.has(row.key)) : rows;
-    for (const row of tableRows) row.rowClass = row.aboveRoof ? 'above-roof' : row.plottable ? '' : 'not-plotted';
+    for (const row of tableRows)
+      row.rowClass = row.aboveRoof ? 'above-roof' : row.plottable ? '' : 'not-plotted';
     this.table.setRows(tableRows);
     this.table.select(this.selectedKey);
     this.tableInfo.textContent = `${tableRows.length} of ${this.rows.length} ops shown`;
@@ -217,24 +322,49 @@ export class ModelView {
     const plotted = rows.filter((row) => row.plottable).length;
     const unplaced = rows.length - plotted;
     const above = rows.filter((row) => row.aboveRoof).length;
-    const notes = [el('p', {class: 'note', 'data-note': 'plotted', text: `${plotted} of ${rows.length} ops on the chart.`})];
+    const notes = [
+      el('p', {
+        class: 'note',
+        'data-note': 'plotted',
+        text: `${plotted} of ${rows.length} ops on the chart.`,
+      }),
+    ];
     if (unplaced) {
-      notes.push(el('p', {class: 'note', 'data-note': 'not-plotted', text:
-        `${unplaced} op${unplaced === 1 ? ' has' : 's have'} no FLOPs or no byte counts, so ${unplaced === 1 ? 'it cannot' : 'they cannot'} be placed on log axes: ` +
-        'listed in the table only (greyed).'}));
+      notes.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'not-plotted',
+          text:
+            `${unplaced} op${unplaced === 1 ? ' has' : 's have'} no FLOPs or no byte counts, so ${unplaced === 1 ? 'it cannot' : 'they cannot'} be placed on log axes: ` +
+            'listed in the table only (greyed).',
+        }),
+      );
     }
     if (above) {
-      notes.push(el('p', {class: 'note warning', 'data-note': 'above-roof', text:
-        `${above} op${above === 1 ? ' is' : 's are'} above ${above === 1 ? 'its' : 'their'} roof by more than 5% (red outline): usually asynchronous copies ` +
-        'whose time is not their transfer time, a wrong peak, or an inexact cost model; not real speed.'}));
+      notes.push(
+        el('p', {
+          class: 'note warning',
+          'data-note': 'above-roof',
+          text:
+            `${above} op${above === 1 ? ' is' : 's are'} above ${above === 1 ? 'its' : 'their'} roof by more than 5% (red outline): usually asynchronous copies ` +
+            'whose time is not their transfer time, a wrong peak, or an inexact cost model; not real speed.',
+        }),
+      );
     }
     if (this.program) {
       const p = this.program;
-      const bound = this.roofs.none ? 'no roof known (no peaks)'
+      const bound = this.roofs.none
+        ? 'no roof known (no peaks)'
         : `bound by ${boundByLabel(p.bound_by, this.memory)} at ${pct(p.roofline_efficiency || 0)} of the roof`;
-      notes.push(el('p', {class: 'note', 'data-note': 'program', text:
-        `Program: ${duration(p.total_time_in_us || 0)} of device time, ${flopRate(p.measured_flop_rate || 0)}, ` +
-        `${num(chartIntensity(p))} FLOP/byte, ${bound}.`}));
+      notes.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'program',
+          text:
+            `Program: ${duration(p.total_time_in_us || 0)} of device time, ${flopRate(p.measured_flop_rate || 0)}, ` +
+            `${num(chartIntensity(p))} FLOP/byte, ${bound}.`,
+        }),
+      );
     }
     show(this.chartNotes, notes);
   }
@@ -244,36 +374,62 @@ export class ModelView {
       show(this.boxNote);
       return;
     }
-    show(this.boxNote, el('p', {class: 'note'},
-      `Showing the ${count} op${count === 1 ? '' : 's'} selected on the chart. `,
-      el('button', {type: 'button', class: 'small', text: 'Show all', onclick: () => this.clearBox()})));
+    show(
+      this.boxNote,
+      el(
+        'p',
+        {class: 'note'},
+        `Showing the ${count} op${count === 1 ? '' : 's'} selected on the chart. `,
+        el('button', {
+          type: 'button',
+          class: 'small',
+          text: 'Show all',
+          onclick: () => this.clearBox(),
+        }),
+      ),
+    );
   }
 
   async drawOps(token = this.token) {
     if (!this.opChart || token !== this.token) return;
     const figure = opFigure({
-      rows: this.shownRows, program: this.program, roofs: this.roofs, styles: this.styles,
-      colors: colors(), selectedKey: this.selectedKey, memory: this.memory,
+      rows: this.shownRows,
+      program: this.program,
+      roofs: this.roofs,
+      styles: this.styles,
+      colors: colors(),
+      selectedKey: this.selectedKey,
+      memory: this.memory,
     });
-    await plot(this.Plotly, this.opChart, figure, {
-      plotly_afterplot: () => markPaint('opChart'),
-      plotly_click: (event) => {
-        const point = event && event.points && event.points[0];
-        const meta = point && point.data && point.data.meta;
-        if (meta && meta.kind === 'ops') this.selectOp(point.customdata, true);
+    await plot(
+      this.Plotly,
+      this.opChart,
+      figure,
+      {
+        plotly_afterplot: () => markPaint('opChart'),
+        plotly_click: (event) => {
+          const point = event && event.points && event.points[0];
+          const meta = point && point.data && point.data.meta;
+          if (meta && meta.kind === 'ops') this.selectOp(point.customdata, true);
+        },
+        plotly_selected: (event) => {
+          if (!event || !event.points) return;
+          const keys = event.points
+            .filter((p) => p.data.meta && p.data.meta.kind === 'ops')
+            .map((p) => p.customdata);
+          this.boxKeys = new Set(keys);
+          this.refreshTable();
+        },
+        plotly_deselect: () => this.clearBox(),
       },
-      plotly_selected: (event) => {
-        if (!event || !event.points) return;
-        const keys = event.points.filter((p) => p.data.meta && p.data.meta.kind === 'ops').map((p) => p.customdata);
-        this.boxKeys = new Set(keys);
-        this.refreshTable();
-      },
-      plotly_deselect: () => this.clearBox(),
-    }, `roofline_${this.sel.run}_${this.sel.host}_${this.sel.step}`);
+      `roofline_${this.sel.run}_${this.sel.host}_${this.sel.step}`,
+    );
   }
 
   refreshTable() {
-    const rows = this.boxKeys ? this.shownRows.filter((row) => this.boxKeys.has(row.key)) : this.shownRows;
+    const rows = this.boxKeys
+      ? this.shownRows.filter((row) => this.boxKeys.has(row.key))
+      : this.shownRows;
     this.table.setRows(rows);
     this.table.select(this.selectedKey);
     this.tableInfo.textContent = `${rows.length} of ${this.rows.length} ops shown`;
@@ -292,20 +448,31 @@ export class ModelView {
     this.table.select(key, {scroll: fromChart});
     const row = this.rows.find((r) => r.key === key);
     const gd = this.opChart;
-    const index = gd && gd.data ? gd.data.findIndex((t) => t.meta && t.meta.kind === 'highlight') : -1;
+    const index =
+      gd && gd.data ? gd.data.findIndex((t) => t.meta && t.meta.kind === 'highlight') : -1;
     if (index < 0) return;
     const on = row && row.plottable;
-    this.Plotly.restyle(gd, {
-      x: [on ? [row.intensity] : []], y: [on ? [row.flopRate * 1e9] : []], meta: [{kind: 'highlight', key: on ? key : ''}],
-    }, [index]);
+    this.Plotly.restyle(
+      gd,
+      {
+        x: [on ? [row.intensity] : []],
+        y: [on ? [row.flopRate * 1e9] : []],
+        meta: [{kind: 'highlight', key: on ? key : ''}],
+      },
+      [index],
+    );
   }
 
   async drawPrograms() {
-    const steps = (this.total.steps || []);
+    const steps = this.total.steps || [];
     const incomplete = new Set(steps.filter((s) => !s.complete).map((s) => String(s.step_num)));
     let points = programPoints(this.total, this.sel.include);
     if (this.averageProgram && !points.some((p) => p.step === 'average')) {
-      points = [points[0], {label: 'Average step', step: 'average', record: this.averageProgram}, ...points.slice(1)].filter(Boolean);
+      points = [
+        points[0],
+        {label: 'Average step', step: 'average', record: this.averageProgram},
+        ...points.slice(1),
+      ].filter(Boolean);
     }
     // A profile without steps still has an all-zero average row (as XProf): not a point.
     points = points.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
@@ -313,27 +480,61 @@ export class ModelView {
     const unplaced = points.filter((p) => !plottable(p.record));
     const info = [];
     if (!steps.length) {
-      info.push(el('p', {class: 'note', 'data-note': 'no-steps', text: 'No step markers in this profile: only the whole-profile point (Total) is shown.'}));
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'no-steps',
+          text: 'No step markers in this profile: only the whole-profile point (Total) is shown.',
+        }),
+      );
     }
     if (incomplete.size) {
       const drawn = points.some((p) => incomplete.has(p.step));
-      info.push(el('p', {class: 'note', 'data-note': 'incomplete-steps', text: `${stepsPhrase(incomplete)} ${incomplete.size === 1 ? 'was' : 'were'} cut by the profile window (incomplete): ` +
-        `left out of the average${drawn ? ', drawn hollow' : ' and, having no whole-step row, not drawn'}.`}));
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'incomplete-steps',
+          text:
+            `${stepsPhrase(incomplete)} ${incomplete.size === 1 ? 'was' : 'were'} cut by the profile window (incomplete): ` +
+            `left out of the average${drawn ? ', drawn hollow' : ' and, having no whole-step row, not drawn'}.`,
+        }),
+      );
     }
     if (unplaced.length) {
-      info.push(el('p', {class: 'note', 'data-note': 'program-not-plotted', text: `Not on the chart (no FLOPs or no bytes): ${namesPhrase(unplaced.map((p) => p.label))}.`}));
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'program-not-plotted',
+          text: `Not on the chart (no FLOPs or no bytes): ${namesPhrase(unplaced.map((p) => p.label))}.`,
+        }),
+      );
     }
     show(this.programInfo, info);
     this.renderStepTable(points, incomplete);
-    const roofs = roofModel(this.total.device || {}, points.map((p) => p.record));
-    await plot(this.Plotly, this.programChart, programFigure({
-      points, roofs, colors: colors(), selectedStep: this.sel.step, incomplete, memory: this.memory,
-    }), {
-      plotly_click: (event) => {
-        const point = event && event.points && event.points[0];
-        if (point && point.data.meta && point.data.meta.kind === 'program-points') this.onChooseStep(String(point.customdata));
+    const roofs = roofModel(
+      this.total.device || {},
+      points.map((p) => p.record),
+    );
+    await plot(
+      this.Plotly,
+      this.programChart,
+      programFigure({
+        points,
+        roofs,
+        colors: colors(),
+        selectedStep: this.sel.step,
+        incomplete,
+        memory: this.memory,
+      }),
+      {
+        plotly_click: (event) => {
+          const point = event && event.points && event.points[0];
+          if (point && point.data.meta && point.data.meta.kind === 'program-points')
+            this.onChooseStep(String(point.customdata));
+        },
       },
-    }, `roofline_${this.sel.run}_${this.sel.host}_program`);
+      `roofline_${this.sel.run}_${this.sel.host}_program`,
+    );
   }
 
   renderStepTable(points, incomplete) {
@@ -341,13 +542,22 @@ export class ModelView {
     const body = points.map((p) => {
       const r = p.record;
       const chosen = p.step === this.sel.step;
-      const tr = el('tr', {tabindex: '0', class: chosen ? 'selected' : '', 'aria-selected': chosen ? 'true' : null, 'data-step': p.step, title: 'Show this step'},
+      const tr = el(
+        'tr',
+        {
+          tabindex: '0',
+          class: chosen ? 'selected' : '',
+          'aria-selected': chosen ? 'true' : null,
+          'data-step': p.step,
+          title: 'Show this step',
+        },
         el('th', {scope: 'row', text: p.label + (incomplete.has(p.step) ? ' (incomplete)' : '')}),
         el('td', {class: 'num', text: duration(r.total_time_in_us || 0)}),
         el('td', {class: 'num', text: flopRate(r.measured_flop_rate || 0)}),
         el('td', {class: 'num', text: num(chartIntensity(r))}),
         el('td', {text: boundByLabel(r.bound_by, this.memory)}),
-        el('td', {class: 'num', text: this.roofs.none ? '—' : pct(r.roofline_efficiency || 0)}));
+        el('td', {class: 'num', text: this.roofs.none ? '—' : pct(r.roofline_efficiency || 0)}),
+      );
       const choose = () => this.onChooseStep(p.step);
       tr.addEventListener('click', choose);
       tr.addEventListener('keydown', (event) => {
@@ -358,22 +568,40 @@ export class ModelView {
       });
       return tr;
     });
-    show(this.stepTable, el('table', {class: 'data-table compact'},
-      el('caption', {class: 'sr-only', text: 'Program per step; choose a row to show that step'}),
-      el('thead', {}, el('tr', {}, head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})))),
-      el('tbody', {}, body)));
+    show(
+      this.stepTable,
+      el(
+        'table',
+        {class: 'data-table compact'},
+        el('caption', {class: 'sr-only', text: 'Program per step; choose a row to show that step'}),
+        el(
+          'thead',
+          {},
+          el(
+            'tr',
+            {},
+            head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})),
+          ),
+        ),
+        el('tbody', {}, body),
+      ),
+    );
   }
 
   /** GPU totals have no AVERAGE_STEP Program row: fetch the average selection's Program. */
   async addAverageIfMissing(token) {
     const steps = this.total.steps || [];
-    if (!steps.some((s) => s.complete) || programPoints(this.total, this.sel.include).some((p) => p.step === 'average')) return;
+    if (
+      !steps.some((s) => s.complete) ||
+      programPoints(this.total, this.sel.include).some((p) => p.step === 'average')
+    )
+      return;
     try {
       const avg = await api.roofline(this.sel.run, this.sel.host, 'average', this.sel.peaks);
       if (token !== this.token) return;
       this.averageProgram = selectionRecords(avg, 'average', this.sel.include).program;
       if (this.averageProgram) await this.drawPrograms();
-    } catch (err) {
+    } catch {
       // The average point is optional.
     }
   }

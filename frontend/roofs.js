@@ -52,17 +52,42 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
   if (main && roofs.peak > 0 && main.ridge > x0 && main.ridge < x1) {
     const peakY = roofs.peak * G;
     const region = (name, x, y, fill) => ({
-      type: 'scatter', mode: 'lines', x, y, fill: 'toself', fillcolor: fill,
-      line: {width: 0}, hoverinfo: 'skip', showlegend: false, name, meta: {kind: 'region'},
+      type: 'scatter',
+      mode: 'lines',
+      x,
+      y,
+      fill: 'toself',
+      fillcolor: fill,
+      line: {width: 0},
+      hoverinfo: 'skip',
+      showlegend: false,
+      name,
+      meta: {kind: 'region'},
     });
     traces.push(
-      region('memory-bound region', [x0, main.ridge, main.ridge, x0], [x0 * main.gbps * G, peakY, y0, y0], c.memoryRegion),
-      region('compute-bound region', [main.ridge, x1, x1, main.ridge], [peakY, peakY, y0, y0], c.computeRegion),
+      region(
+        'memory-bound region',
+        [x0, main.ridge, main.ridge, x0],
+        [x0 * main.gbps * G, peakY, y0, y0],
+        c.memoryRegion,
+      ),
+      region(
+        'compute-bound region',
+        [main.ridge, x1, x1, main.ridge],
+        [peakY, peakY, y0, y0],
+        c.computeRegion,
+      ),
       {
-        type: 'scatter', mode: 'text', hoverinfo: 'skip', showlegend: false, meta: {kind: 'region-label'},
-        x: [Math.sqrt(x0 * main.ridge), Math.sqrt(main.ridge * x1)], y: [y0 * 1.6, y0 * 1.6],
+        type: 'scatter',
+        mode: 'text',
+        hoverinfo: 'skip',
+        showlegend: false,
+        meta: {kind: 'region-label'},
+        x: [Math.sqrt(x0 * main.ridge), Math.sqrt(main.ridge * x1)],
+        y: [y0 * 1.6, y0 * 1.6],
         text: [`memory-bound (${escapeHtml(main.name)})`, 'compute-bound'],
-        textfont: {color: c.muted, size: 11}, textposition: 'top center',
+        textfont: {color: c.muted, size: 11},
+        textposition: 'top center',
       },
     );
   }
@@ -72,10 +97,19 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
     if (xEnd <= x0) return;
     const label = `${m.name} roof, ${byteRate(m.gbps)}${m.noBytes ? ' (no byte counts in profile)' : ''}`;
     traces.push({
-      type: 'scatter', mode: 'lines', name: escapeHtml(label), legendgroup: 'roofs',
-      legendgrouptitle: i === 0 ? {text: 'Roofs'} : undefined, showlegend: legend,
-      x: [x0, Math.min(xEnd, x1)], y: [x0 * m.gbps * G, Math.min(xEnd, x1) * m.gbps * G],
-      line: {color: c.roof, width: i === 0 ? 2.5 : 1.5, dash: m.noBytes ? 'longdashdot' : MEMORY_DASH[i % MEMORY_DASH.length]},
+      type: 'scatter',
+      mode: 'lines',
+      name: escapeHtml(label),
+      legendgroup: 'roofs',
+      legendgrouptitle: i === 0 ? {text: 'Roofs'} : undefined,
+      showlegend: legend,
+      x: [x0, Math.min(xEnd, x1)],
+      y: [x0 * m.gbps * G, Math.min(xEnd, x1) * m.gbps * G],
+      line: {
+        color: c.roof,
+        width: i === 0 ? 2.5 : 1.5,
+        dash: m.noBytes ? 'longdashdot' : MEMORY_DASH[i % MEMORY_DASH.length],
+      },
       opacity: m.noBytes ? 0.55 : 1,
       hovertemplate: `${escapeHtml(label)}<extra></extra>`,
       meta: {kind: 'roof', memory: m.name, gbps: m.gbps, noBytes: m.noBytes},
@@ -86,9 +120,18 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
     const xStart = fastest > 0 ? Math.max(ceiling.gflops / fastest, x0) : x0;
     const label = `${ceilingLabel(ceiling)}, ${flopRate(ceiling.gflops)}`;
     traces.push({
-      type: 'scatter', mode: 'lines', name: escapeHtml(label), legendgroup: 'roofs', showlegend: legend,
-      x: [xStart, x1], y: [ceiling.gflops * G, ceiling.gflops * G],
-      line: {color: c.ceiling, width: ceiling.main ? 2.5 : 1.2, dash: ceiling.main ? 'solid' : 'dot'},
+      type: 'scatter',
+      mode: 'lines',
+      name: escapeHtml(label),
+      legendgroup: 'roofs',
+      showlegend: legend,
+      x: [xStart, x1],
+      y: [ceiling.gflops * G, ceiling.gflops * G],
+      line: {
+        color: c.ceiling,
+        width: ceiling.main ? 2.5 : 1.2,
+        dash: ceiling.main ? 'solid' : 'dot',
+      },
       hovertemplate: `${escapeHtml(label)}<extra></extra>`,
       meta: {kind: 'ceiling', gflops: ceiling.gflops, dtypes: ceiling.dtypes},
     });
@@ -99,8 +142,13 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
   const ridges = roofs.memories.filter((m) => m.ridge > 0 && roofs.peak > 0);
   if (ridges.length) {
     traces.push({
-      type: 'scatter', mode: 'markers', name: 'Ridge points', legendgroup: 'roofs', showlegend: false,
-      x: ridges.map((m) => m.ridge), y: ridges.map(() => roofs.peak * G),
+      type: 'scatter',
+      mode: 'markers',
+      name: 'Ridge points',
+      legendgroup: 'roofs',
+      showlegend: false,
+      x: ridges.map((m) => m.ridge),
+      y: ridges.map(() => roofs.peak * G),
       marker: {symbol: 'diamond', size: 9, color: c.paper, line: {color: c.roof, width: 2}},
       text: ridges.map((m) => escapeHtml(`${m.name} ridge point: ${num(m.ridge)} FLOP/byte`)),
       hovertemplate: '%{text}<extra></extra>',
@@ -108,9 +156,18 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
     });
     ridges.forEach((m, i) => {
       annotations.push({
-        x: Math.log10(m.ridge), y: Math.log10(roofs.peak * G), xref: 'x', yref: 'y',
-        text: escapeHtml(`${m.name} ridge ${num(m.ridge)}`), showarrow: true, arrowhead: 0,
-        arrowwidth: 1, arrowcolor: c.muted, ax: 0, ay: -(18 + 15 * i), font: {size: 10, color: c.muted},
+        x: Math.log10(m.ridge),
+        y: Math.log10(roofs.peak * G),
+        xref: 'x',
+        yref: 'y',
+        text: escapeHtml(`${m.name} ridge ${num(m.ridge)}`),
+        showarrow: true,
+        arrowhead: 0,
+        arrowwidth: 1,
+        arrowcolor: c.muted,
+        ax: 0,
+        ay: -(18 + 15 * i),
+        font: {size: 10, color: c.muted},
         name: 'ridge-label',
       });
     });
@@ -148,15 +205,36 @@ export function baseLayout(range, c, extra = {}) {
     dragmode: 'zoom',
     uirevision: 'keep',
     xaxis: {
-      type: 'log', range: range.x.map(Math.log10), title: {text: 'Operational intensity (FLOP/byte)'},
-      gridcolor: c.grid, linecolor: c.grid, zeroline: false, ...logTicks(range.x[0], range.x[1], intensityTick),
+      type: 'log',
+      range: range.x.map(Math.log10),
+      title: {text: 'Operational intensity (FLOP/byte)'},
+      gridcolor: c.grid,
+      linecolor: c.grid,
+      zeroline: false,
+      ...logTicks(range.x[0], range.x[1], intensityTick),
     },
     yaxis: {
-      type: 'log', range: range.y.map(Math.log10), title: {text: 'Performance'},
-      gridcolor: c.grid, linecolor: c.grid, zeroline: false, ...logTicks(range.y[0], range.y[1], flopTick),
+      type: 'log',
+      range: range.y.map(Math.log10),
+      title: {text: 'Performance'},
+      gridcolor: c.grid,
+      linecolor: c.grid,
+      zeroline: false,
+      ...logTicks(range.y[0], range.y[1], flopTick),
     },
-    legend: {font: {size: 11}, bgcolor: 'rgba(0,0,0,0)', itemclick: 'toggle', groupclick: 'toggleitem', itemsizing: 'constant'},
-    hoverlabel: {bgcolor: c.hoverBg, bordercolor: c.hoverBorder, font: {color: c.font, family: FONT, size: 12}, align: 'left'},
+    legend: {
+      font: {size: 11},
+      bgcolor: 'rgba(0,0,0,0)',
+      itemclick: 'toggle',
+      groupclick: 'toggleitem',
+      itemsizing: 'constant',
+    },
+    hoverlabel: {
+      bgcolor: c.hoverBg,
+      bordercolor: c.hoverBorder,
+      font: {color: c.font, family: FONT, size: 12},
+      align: 'left',
+    },
     ...extra,
   };
 }

@@ -17,10 +17,19 @@ function hostOptions(hosts) {
 
 function stepNote(steps) {
   if (!steps) return null;
-  if (!steps.has_step_markers) return el('p', {class: 'hint', 'data-note': 'no-step-markers', text: 'No step markers in this profile: only the whole profile (Total) can be shown.'});
+  if (!steps.has_step_markers)
+    return el('p', {
+      class: 'hint',
+      'data-note': 'no-step-markers',
+      text: 'No step markers in this profile: only the whole profile (Total) can be shown.',
+    });
   const cut = (steps.steps || []).filter((s) => !s.complete).map((s) => s.step_num);
   if (cut.length) {
-    return el('p', {class: 'hint', 'data-note': 'incomplete-steps', text: `${stepsPhrase(cut)} ${cut.length === 1 ? 'was' : 'were'} cut by the profile window (incomplete) and ${cut.length === 1 ? 'is' : 'are'} left out of the average.`});
+    return el('p', {
+      class: 'hint',
+      'data-note': 'incomplete-steps',
+      text: `${stepsPhrase(cut)} ${cut.length === 1 ? 'was' : 'were'} cut by the profile window (incomplete) and ${cut.length === 1 ? 'is' : 'are'} left out of the average.`,
+    });
   }
   return null;
 }
@@ -29,11 +38,16 @@ function stepNote(steps) {
 function sideFields(side, label, choice, lists, on) {
   const prefix = `${side}-`;
   return el(
-    'fieldset', {class: `side-fields side-${side}`},
+    'fieldset',
+    {class: `side-fields side-${side}`},
     el('legend', {}, el('span', {class: `side ${side}`, text: side.toUpperCase()}), ` ${label}`),
     selectField('Run', lists.runs, choice.run, (v) => on.run(side, v), {id: `${prefix}run`}),
-    selectField('Host', hostOptions(lists.hosts), choice.host, (v) => on.host(side, v), {id: `${prefix}host`}),
-    selectField('Step', stepOptions(lists.steps), choice.step, (v) => on.step(side, v), {id: `${prefix}step`}),
+    selectField('Host', hostOptions(lists.hosts), choice.host, (v) => on.host(side, v), {
+      id: `${prefix}host`,
+    }),
+    selectField('Step', stepOptions(lists.steps), choice.step, (v) => on.step(side, v), {
+      id: `${prefix}step`,
+    }),
   );
 }
 
@@ -51,7 +65,10 @@ export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null
     parts.push(
       sideFields('a', 'baseline', s.compare.a, {runs: s.runs, ...sides.a}, on.side),
       sideFields('b', 'compared with A', s.compare.b, {runs: s.runs, ...sides.b}, on.side),
-      el('p', {class: 'hint', text: 'Ops are matched by program and name; the time of "Total" is per step (divided by its complete steps).'}),
+      el('p', {
+        class: 'hint',
+        text: 'Ops are matched by program and name; the time of "Total" is per step (divided by its complete steps).',
+      }),
     );
   } else {
     parts.push(
@@ -64,8 +81,16 @@ export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null
   }
   parts.push(
     peaksField(peaksChoices, s.peaks, on.peaks),
-    el('div', {class: 'peaks-source', id: 'peaks-source'}, el('span', {class: 'field-label', text: 'Device peaks from'}), el('span', {class: 'value', text: peaksText || '—'})),
-    el('p', {class: 'hint', text: 'Charts use FLOP/s against FLOP/byte with bytes in SI units (1 GB = 10⁹ bytes), so every roof meets its compute peak exactly at its ridge point.'}),
+    el(
+      'div',
+      {class: 'peaks-source', id: 'peaks-source'},
+      el('span', {class: 'field-label', text: 'Device peaks from'}),
+      el('span', {class: 'value', text: peaksText || '—'}),
+    ),
+    el('p', {
+      class: 'hint',
+      text: 'Charts use FLOP/s against FLOP/byte with bytes in SI units (1 GB = 10⁹ bytes), so every roof meets its compute peak exactly at its ridge point.',
+    }),
   );
   show(node, parts);
 }

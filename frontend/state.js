@@ -31,7 +31,7 @@ export function restore() {
   try {
     const saved = JSON.parse(window.localStorage.getItem(STORAGE_KEY) || '{}');
     return saved && typeof saved === 'object' ? saved : {};
-  } catch (err) {
+  } catch {
     return {};
   }
 }
@@ -39,8 +39,11 @@ export function restore() {
 export function remember() {
   const {run, host, tool, step, include, compare, peaks} = state;
   try {
-    window.localStorage.setItem(STORAGE_KEY, JSON.stringify({run, host, tool, step, include, compare, peaks}));
-  } catch (err) {
+    window.localStorage.setItem(
+      STORAGE_KEY,
+      JSON.stringify({run, host, tool, step, include, compare, peaks}),
+    );
+  } catch {
     // Storage is optional.
   }
 }
@@ -58,6 +61,7 @@ export function stepOptions(steps) {
 
 /** A label for a selection: "run · host · step 3". */
 export function selectionLabel(run, host, step) {
-  const stepText = step === 'total' ? 'total' : step === 'average' ? 'average step' : `step ${step}`;
+  const stepText =
+    step === 'total' ? 'total' : step === 'average' ? 'average step' : `step ${step}`;
   return `${run} · ${host} · ${stepText}`;
 }

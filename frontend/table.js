@@ -3,7 +3,6 @@
 
 import {el} from './dom.js';
 
-
 export class SortableTable {
   /**
    * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
@@ -22,16 +21,31 @@ export class SortableTable {
     for (const column of columns) {
       const button = el(
         'button',
-        {type: 'button', class: 'sort', title: column.title || `Sort by ${column.label}`, onclick: () => this.sortBy(column.key)},
+        {
+          type: 'button',
+          class: 'sort',
+          title: column.title || `Sort by ${column.label}`,
+          onclick: () => this.sortBy(column.key),
+        },
         el('span', {text: column.label}),
         el('span', {class: 'sort-arrow', 'aria-hidden': 'true'}),
       );
-      const th = el('th', {scope: 'col', class: column.numeric ? 'num' : '', 'data-key': column.key}, button);
+      const th = el(
+        'th',
+        {scope: 'col', class: column.numeric ? 'num' : '', 'data-key': column.key},
+        button,
+      );
       this.headers.set(column.key, th);
       headRow.append(th);
     }
     this.body = el('tbody');
-    this.table = el('table', {class: 'data-table', id}, el('caption', {class: 'sr-only', text: label || ''}), el('thead', {}, headRow), this.body);
+    this.table = el(
+      'table',
+      {class: 'data-table', id},
+      el('caption', {class: 'sr-only', text: label || ''}),
+      el('thead', {}, headRow),
+      this.body,
+    );
     this.element = el('div', {class: 'table-wrap'}, this.table);
     this.body.addEventListener('click', (event) => this.activate(event.target));
     this.body.addEventListener('keydown', (event) => {
@@ -40,7 +54,8 @@ export class SortableTable {
         this.activate(event.target);
       } else if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
         const tr = event.target.closest('tr');
-        const next = tr && (event.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling);
+        const next =
+          tr && (event.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling);
         if (next) {
           event.preventDefault();
           next.focus();
@@ -91,15 +106,28 @@ export class SortableTable {
     this.sorted = indexed.map(([row]) => row);
     for (const [key, th] of this.headers) {
       const active = key === this.sort.key;
-      th.setAttribute('aria-sort', active ? (this.sort.dir === 'asc' ? 'ascending' : 'descending') : 'none');
-      th.querySelector('.sort-arrow').textContent = active ? (this.sort.dir === 'asc' ? '▲' : '▼') : '';
+      th.setAttribute(
+        'aria-sort',
+        active ? (this.sort.dir === 'asc' ? 'ascending' : 'descending') : 'none',
+      );
+      th.querySelector('.sort-arrow').textContent = active
+        ? this.sort.dir === 'asc'
+          ? '▲'
+          : '▼'
+        : '';
     }
     const fragment = document.createDocumentFragment();
     for (const row of this.sorted) {
       const tr = el('tr', {tabindex: '0', 'data-key': row.key, class: row.rowClass || ''});
       for (const c of this.columns) {
-        const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || ''].join(' ').trim();
-        tr.append(c.render ? el('td', {class: cls}, c.render(row)) : el('td', {class: cls, text: c.text(row)}));
+        const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || '']
+          .join(' ')
+          .trim();
+        tr.append(
+          c.render
+            ? el('td', {class: cls}, c.render(row))
+            : el('td', {class: cls, text: c.text(row)}),
+        );
       }
       if (row.key === this.selectedKey) {
         tr.classList.add('selected');

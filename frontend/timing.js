@@ -8,8 +8,10 @@ window.__roofline = timings;
 
 function topOrigin() {
   try {
-    return window.parent && window.parent !== window ? window.parent.performance.timeOrigin : performance.timeOrigin;
-  } catch (err) {
+    return window.parent && window.parent !== window
+      ? window.parent.performance.timeOrigin
+      : performance.timeOrigin;
+  } catch {
     return performance.timeOrigin;
   }
 }
