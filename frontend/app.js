@@ -23,6 +23,10 @@ export class App {
     this.main = el('main', {class: 'main', id: 'main'}, this.modelNode, this.compareNode);
     show(root, this.sidebar, this.main);
     this.model = new ModelView(this.modelNode, {
+      filters: state.filters,
+      onFilters: (filters) => {
+        state.filters = filters;
+      },
       onChooseStep: (step) => this.setStep(step),
       onChoosePeaks: (peaks) => this.setPeaks(peaks),
       onCalibrate: () => this.calibrate(),

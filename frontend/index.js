@@ -5,8 +5,10 @@
 
 import {loadPlotly} from './plotly.js';
 import {startTheme} from './theme.js';
+import {exposeTimings} from './timing.js';
 
 export async function render() {
+  exposeTimings();
   // The 4.8 MB chart library loads while the rest of the modules and the data do.
   loadPlotly().catch(() => {}); // a failure is shown by the view that needs a chart
   const style = document.createElement('link');

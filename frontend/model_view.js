@@ -23,18 +23,25 @@ import {
 } from './model.js';
 import {noRoofsNote} from './peaks.js';
 import {loadPlotly} from './plotly.js';
-import {selectionLabel, state} from './state.js';
+import {selectionLabel} from './state.js';
 import {SortableTable} from './table.js';
 import {colors, onThemeChange} from './theme.js';
 import {markOnce, markPaint} from './timing.js';
 
 export class ModelView {
   /**
-   * container: the element to draw into; onChooseStep(step): the user picked a step;
-   * onChoosePeaks(value): the user picked peaks; onCalibrate(): the user asked to measure this machine.
+   * container: the element to draw into; filters: the filter values to start from;
+   * onFilters(filters): the user changed the filters; onChooseStep(step): the user picked a
+   * step; onChoosePeaks(value): the user picked peaks; onCalibrate(): the user asked to
+   * measure this machine.
    */
-  constructor(container, {onChooseStep, onChoosePeaks = () => {}, onCalibrate = () => {}}) {
+  constructor(
+    container,
+    {filters, onFilters = () => {}, onChooseStep, onChoosePeaks = () => {}, onCalibrate = () => {}},
+  ) {
     this.container = container;
+    this.filterValues = filters;
+    this.onFilters = onFilters;
     this.onChooseStep = onChooseStep;
     this.onChoosePeaks = onChoosePeaks;
     this.onCalibrate = onCalibrate;
@@ -152,8 +159,9 @@ export class ModelView {
         ),
       );
     } else {
-      this.filters = filterBar(this.rows, state.filters, (filters) => {
-        state.filters = filters;
+      this.filters = filterBar(this.rows, this.filterValues, (filters) => {
+        this.filterValues = filters;
+        this.onFilters(filters);
         this.selectedKey = '';
         this.refresh();
       });
@@ -182,7 +190,7 @@ export class ModelView {
           step: sel.step,
           include_infeed_outfeed: sel.include,
         },
-        filters: state.filters,
+        filters: this.filterValues,
       });
       parts.push(
         el('section', {class: 'panel', 'aria-label': 'Filters'}, this.filters.element),
@@ -292,7 +300,7 @@ export class ModelView {
   }
 
   filtered() {
-    const {rows, error} = applyFilters(this.rows, state.filters);
+    const {rows, error} = applyFilters(this.rows, this.filterValues);
     this.filters.setError(error);
     return rows;
   }
