@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 
 from google.protobuf.message import DecodeError
@@ -111,6 +112,6 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
     return analyze_decoded(profile, os.fspath(path), peaks)
 
 
-def analyze_files(paths: list[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:
+def analyze_files(paths: Sequence[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:
     """All hosts of a run combined (one file per host)."""
     return combine_hosts([analyze_file(p, peaks) for p in paths])

@@ -65,7 +65,10 @@ class SingleFlightCache(Generic[V]):
             return key in self._entries
 
     def get(
-        self, key: Hashable, compute: Callable[[], V], size_of: Callable[[V], int] = lambda v: 0
+        self,
+        key: Hashable,
+        compute: Callable[[], V | Transient],
+        size_of: Callable[[V], int] = lambda v: 0,
     ) -> V:
         with self._lock:
             if key in self._entries:

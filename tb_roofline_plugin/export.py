@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
@@ -127,7 +128,8 @@ def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection,
     """``json.dumps`` of ``op_details`` as the value of a top-level key."""
     columns = _op_detail_columns(model, stats, selection)
     floats = [k for k, v in columns.items() if isinstance(v, np.ndarray) and v.dtype == float]
-    texts = dict(zip(floats, float_columns_text([columns[k] for k in floats])))
+    arrays: list[np.ndarray] = [np.asarray(columns[k]) for k in floats]
+    texts = dict(zip(floats, float_columns_text(arrays)))
     for key, values in columns.items():
         if key in texts:
             continue
@@ -172,9 +174,9 @@ def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None
     ]
     return (
         f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} % (not physical): "
-        f"{named(names, 'op', at_most=3)} of the roof. Likely causes: peaks below the device's, cache "
-        "hits counted as memory traffic (small tensors), a time covering only part of the work "
-        "(asynchronous ops), or a cost above the real one."
+        f"{named(names, 'op', at_most=3)} of the roof. Likely causes: peaks below the "
+        "device's, cache hits counted as memory traffic (small tensors), a time covering only "
+        "part of the work (asynchronous ops), or a cost above the real one."
     )
 
 
@@ -257,7 +259,7 @@ def message_to_dict(message) -> dict:
     on our messages (64-bit integers as strings, enums by name), several times faster:
     databases with thousands of records are turned into JSON on every new selection.
     """
-    out = {}
+    out: dict[str, Any] = {}
     for field, value in message.ListFields():
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             if _is_repeated(field):
@@ -406,7 +408,7 @@ def records_text(records: RecordSet, indent: int | None, level: int) -> str:
 
 def _with_records(header: dict, records) -> dict:
     """A database dict with ``records`` in the place of its field number."""
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in header.items():
         if _DATABASE_NUMBERS[key] > _DATABASE_NUMBERS[_RECORDS_KEY]:
             out.setdefault(_RECORDS_KEY, records)
@@ -488,7 +490,7 @@ def json_text(
     if not len(model.records):
         body["ops"] = op_details(model, stats, selection)
         return json.dumps(body, indent=indent)
-    parts = {
+    parts: dict[tuple, str | list[str]] = {
         ("database", _RECORDS_KEY): records_text(model.records, indent, 2),
         ("ops",): _op_details_text(model, stats, selection, indent),
     }

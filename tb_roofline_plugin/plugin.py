@@ -60,6 +60,11 @@ def plotly_js_path() -> str | None:
     return path if os.path.isfile(path) else None
 
 
+def _route(handler):
+    """werkzeug's ``Request.application`` on a method (its stub types it for functions)."""
+    return wrappers.Request.application(handler)  # type: ignore[arg-type]
+
+
 def xprof_installed() -> bool:
     """True when XProf's ``profile`` plugin is installed (then our tab says "Roofline")."""
     try:
@@ -67,7 +72,7 @@ def xprof_installed() -> bool:
         group = (
             points.select(group="tensorboard_plugins")
             if hasattr(points, "select")
-            else points.get("tensorboard_plugins", [])
+            else points.get("tensorboard_plugins", [])  # type: ignore[arg-type]  # Python 3.9
         )
         return any(ep.name == "profile" for ep in group)
     except Exception:  # a broken distribution must not break our tab
@@ -153,20 +158,20 @@ class RooflinePlugin(base_plugin.TBPlugin):
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return http_util.Respond(request, {"error": message}, "application/json", code=status)
 
-    @wrappers.Request.application
+    @_route
     def _runs_route(self, request):
         return self._json(request, self._service.runs)
 
-    @wrappers.Request.application
+    @_route
     def _hosts_route(self, request):
         return self._json(request, lambda: self._service.hosts(request.args.get("run")))
 
-    @wrappers.Request.application
+    @_route
     def _steps_route(self, request):
         args = request.args
         return self._json(request, lambda: self._service.steps(args.get("run"), args.get("host")))
 
-    @wrappers.Request.application
+    @_route
     def _data_route(self, request):
         args = request.args
         return self._json(
@@ -181,18 +186,18 @@ class RooflinePlugin(base_plugin.TBPlugin):
             ),
         )
 
-    @wrappers.Request.application
+    @_route
     def _compare_route(self, request):
         args = request.args
         a = (args.get("a_run"), args.get("a_host"), args.get("a_step"))
         b = (args.get("b_run"), args.get("b_host"), args.get("b_step"))
         return self._json(request, lambda: self._service.compare(a, b, args.get("peaks")))
 
-    @wrappers.Request.application
+    @_route
     def _peaks_route(self, request):
         return self._json(request, self._service.peaks_options)
 
-    @wrappers.Request.application
+    @_route
     def _calibrate_route(self, request):
         """GET: the measurement's status (polled); POST: start measuring this machine."""
         if request.method == "GET":
@@ -211,7 +216,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
             return self._error(request, exc)
         return http_util.Respond(request, body, "application/json", code=202)
 
-    @wrappers.Request.application
+    @_route
     def _data_csv_route(self, request):
         args = request.args
         try:
@@ -227,7 +232,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
             headers=[("Content-Disposition", f'attachment; filename="{name}"')],
         )
 
-    @wrappers.Request.application
+    @_route
     def _static_route(self, request):
         prefix = f"/data/plugin/{PLUGIN_NAME}/static/"
         path = request.path

@@ -111,17 +111,29 @@ class Result:
         return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
 
 
-def check_value(name: str, value: str | None, required: bool = True) -> str | None:
+def required_value(name: str, value: str | None) -> str:
     """A query value as given, or BadRequest: missing, too long or with control characters."""
     if value is None or value == "":
-        if required:
-            raise BadRequest(f"missing query parameter {name!r}")
-        return None
+        raise BadRequest(f"missing query parameter {name!r}")
+    return _checked(name, value)
+
+
+def optional_value(name: str, value: str | None) -> str | None:
+    """A query value as given (None when absent), or BadRequest as ``required_value``."""
+    return None if value is None or value == "" else _checked(name, value)
+
+
+def _checked(name: str, value: str) -> str:
     if len(value) > MAX_VALUE_CHARS:
         raise BadRequest(f"query parameter {name!r} is longer than {MAX_VALUE_CHARS} characters")
     if any(ord(c) < 32 for c in value):
         raise BadRequest(f"query parameter {name!r} contains control characters")
     return value
+
+
+def _constant(result: Result) -> Callable[[], Result]:
+    """A computation that gives ``result`` (one made ahead, in a worker process)."""
+    return lambda: result
 
 
 class RooflineService:
@@ -173,7 +185,7 @@ class RooflineService:
             return self._runs
 
     def _run(self, run: str | None) -> discovery.Run:
-        run = check_value("run", run)
+        run = required_value("run", run)
         found = self._all_runs().get(run) or self._all_runs(refresh=True).get(run)
         if found is None:
             raise NotFoundError(f"unknown run {run!r}")
@@ -181,7 +193,7 @@ class RooflineService:
 
     def _host_files(self, run: str | None, host: str | None) -> list[discovery.HostFile]:
         found = self._run(run)
-        host = check_value("host", host)
+        host = required_value("host", host)
         if host == ALL_HOSTS:
             return list(found.hosts.values())
         if host not in found.hosts:
@@ -222,7 +234,7 @@ class RooflineService:
             )
         key = ("host", host.path, size, mtime)
 
-        def convert() -> Result:
+        def convert() -> Result | Transient:
             self.peaks()  # a bad --roofline_peaks is the server's problem, said once
             stats = None
             if self.cache_dir:
@@ -281,7 +293,7 @@ class RooflineService:
             except Exception:  # the in-process path reports it, with its message
                 continue
             result = Result(stats, roofline_model(stats), [host.path])
-            self.cache.get(key, lambda r=result: r, Result.size_bytes)
+            self.cache.get(key, _constant(result), Result.size_bytes)
 
     def _worker_pool(self):
         with self._lock:
@@ -296,7 +308,7 @@ class RooflineService:
     def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
         """The request's ``peaks``: None (the profile's, or --roofline_peaks), a built-in
         device, or ``calibrated`` (this machine's measurement; 409 before there is one)."""
-        value = check_value("peaks", peaks, required=False)
+        value = optional_value("peaks", peaks)
         if value is None:
             return None
         if value == CALIBRATED:
@@ -387,7 +399,7 @@ class RooflineService:
         see ``peaks_choice``.
         """
         self._check_tag(tag)
-        fmt = check_value("format", fmt, required=False) or "datatable"
+        fmt = optional_value("format", fmt) or "datatable"
         if fmt not in FORMATS:
             raise BadRequest(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         chosen = self._step(step)
@@ -402,7 +414,7 @@ class RooflineService:
     @staticmethod
     def _step(step: str | None) -> str | int:
         try:
-            return parse_step(check_value("step", step, required=False))
+            return parse_step(optional_value("step", step))
         except BadStep as exc:
             raise BadRequest(str(exc)) from None
 
@@ -428,7 +440,7 @@ class RooflineService:
 
     @staticmethod
     def _check_tag(tag: str | None) -> str:
-        tag = check_value("tag", tag, required=False) or TAG
+        tag = optional_value("tag", tag) or TAG
         if tag != TAG:
             raise NotFoundError(f"unknown tag {tag!r}; this plugin serves {TAG!r}")
         return tag
