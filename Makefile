@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint format protos bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/_wire.c
+$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/xspace/_wire.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

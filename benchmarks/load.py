@@ -48,7 +48,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 def write_logdir(logdir: str | os.PathLike) -> list[Path]:
     """The demo logdir: TPU training (two hosts, steps), TPU inference, GPU training, v4."""
-    from tb_roofline_plugin.demo_data import write_demo_logdir
+    from tb_roofline_plugin.demo import write_demo_logdir
 
     return write_demo_logdir(logdir)
 

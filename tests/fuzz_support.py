@@ -233,11 +233,11 @@ def check_error_message(exc: RooflineError, name: str | None, where: str) -> str
 
 
 def _pipeline(data: bytes, name: str) -> str:
-    from tb_roofline_plugin.analysis import analyze_bytes
-    from tb_roofline_plugin.datatable import to_csv, to_datatable
-    from tb_roofline_plugin.export import selection_database, to_json
-    from tb_roofline_plugin.roofline import build_database
-    from tb_roofline_plugin.selection import AVERAGE, TOTAL, select
+    from tb_roofline_plugin.ops.selection import AVERAGE, TOTAL, select
+    from tb_roofline_plugin.platforms.analysis import analyze_bytes
+    from tb_roofline_plugin.render.datatable import to_csv, to_datatable
+    from tb_roofline_plugin.render.export import selection_database, to_json
+    from tb_roofline_plugin.roofline.model import build_database
 
     stats = analyze_bytes(data, name)  # what the CLI and the server call
     database = build_database(stats)
@@ -267,7 +267,7 @@ MAX_NAMES = 400  # instructions costed per module (bounds one input's time)
 
 
 def _costs(module) -> str:
-    from tb_roofline_plugin.hlo_cost import ModuleCosts
+    from tb_roofline_plugin.hlo.cost.engine import ModuleCosts
 
     costs = ModuleCosts(module)
     names = [i.name for c in module.computations for i in c.instructions][:MAX_NAMES]
@@ -362,7 +362,7 @@ class HttpTarget:
         from werkzeug import test as wtest
         from werkzeug import wrappers
 
-        from tb_roofline_plugin.plugin import RooflinePlugin
+        from tb_roofline_plugin.serve.plugin import RooflinePlugin
 
         # One worker: conversions stay in this process (no spawned pool inside a fuzz run).
         values = {"roofline_cache_mb": None, "roofline_max_file_mb": None, **flags}
@@ -442,7 +442,7 @@ def http_target(logdir: Path) -> tuple[HttpTarget, list]:
 @functools.lru_cache(maxsize=1)
 def demo_profiles() -> tuple[tuple[str, bytes], ...]:
     """Small generated TPU (v4 with CMEM, v5p megacore, v6e), GPU (NVIDIA, AMD) profiles."""
-    from tb_roofline_plugin.demo_data import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace
+    from tb_roofline_plugin.demo import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from tiny_tpu import tiny_tpu
@@ -468,8 +468,8 @@ def seed_profiles(max_bytes: int | None = None) -> list[tuple[str, bytes]]:
 
 def hlo_modules_of(data: bytes) -> list:
     """The HloModuleProtos in a profile's ``/host:metadata`` plane."""
-    from tb_roofline_plugin.profile_reader import METADATA_PLANE, decode_profile
     from tb_roofline_plugin.protos import hlo_pb2
+    from tb_roofline_plugin.xspace.profile_reader import METADATA_PLANE, decode_profile
 
     try:
         profile = decode_profile(data)
@@ -1037,7 +1037,7 @@ _EVENT_NOISE = (  # unknown fields of every wire type, repeated and malformed-bu
 
 def event_table_compiled() -> bool:
     """Whether the compiled decoder is built (whatever TB_ROOFLINE_PURE says)."""
-    from tb_roofline_plugin import event_table
+    from tb_roofline_plugin.xspace import event_table
 
     return event_table._wire is not None
 
@@ -1114,7 +1114,7 @@ def same_tables(a, b) -> str | None:
 @contextlib.contextmanager
 def pure_decoder():
     """Within: event_table decodes without the compiled decoder."""
-    from tb_roofline_plugin.event_table import PURE_ENV
+    from tb_roofline_plugin.xspace.event_table import PURE_ENV
 
     old = os.environ.get(PURE_ENV)
     os.environ[PURE_ENV] = "1"
@@ -1139,8 +1139,8 @@ def _decode_outcome(decode):
 
 def decoder_target(events: list[bytes], timestamp_ns: int = 7) -> str:
     """Decodes ``events`` three ways; raises FuzzFailure unless they agree."""
-    from tb_roofline_plugin import event_table
     from tb_roofline_plugin.protos import xplane_lite_pb2, xplane_pb2
+    from tb_roofline_plugin.xspace import event_table
 
     line = xplane_lite_pb2.XLineLite(timestamp_ns=timestamp_ns, events=events)
 

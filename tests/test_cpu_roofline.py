@@ -9,9 +9,9 @@ import pytest
 from conftest import run_cli
 from jax_programs import PROGRAMS, record
 
-from tb_roofline_plugin.analysis import analyze_file
+from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
+from tb_roofline_plugin.roofline.model import build_database
 
 # hlo-cost.md §7: XLA's cost per jit_train_step call (= per step) of the shared profiles.
 SHARED_XLA = {
@@ -28,8 +28,8 @@ def _program_sums(step_db, module_name: str, modules_by_name: dict) -> tuple[flo
 
 
 def _modules_by_name(path) -> dict:
-    from tb_roofline_plugin.hlo_modules import program_modules
-    from tb_roofline_plugin.profile_reader import read_profile
+    from tb_roofline_plugin.hlo.modules import program_modules
+    from tb_roofline_plugin.xspace.profile_reader import read_profile
 
     modules, _ = program_modules(read_profile(path))
     return {m.name: pid for pid, m in modules.items()}

@@ -8,8 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tb_roofline_plugin.analysis import analyze_bytes
-from tb_roofline_plugin.demo_data import (
+from tb_roofline_plugin.demo import (
     CpuSpec,
     GpuSpec,
     TpuSpec,
@@ -19,6 +18,7 @@ from tb_roofline_plugin.demo_data import (
     write_large_profile,
     write_tiled_profile,
 )
+from tb_roofline_plugin.platforms.analysis import analyze_bytes
 from tb_roofline_plugin.protos import xplane_pb2
 
 SHAPES = {

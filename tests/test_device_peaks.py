@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tb_roofline_plugin.device_peaks import (
+from tb_roofline_plugin.peaks.devices import (
     BUILTIN,
     DTYPES,
     GIB_PER_GB,
@@ -20,7 +20,7 @@ from tb_roofline_plugin.device_peaks import (
     tpu_dtype_tflops,
     write_calibration,
 )
-from tb_roofline_plugin.perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
+from tb_roofline_plugin.peaks.perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
 
 MI300X_STATS = {
     "compute_cap_major": 9,

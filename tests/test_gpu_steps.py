@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin.analysis import analyze_file, analyze_files
-from tb_roofline_plugin.demo_data import GpuSpec, gpu_xspace, write_profile
-from tb_roofline_plugin.gpu import GPU_STEPS_INFO
+from tb_roofline_plugin.demo import GpuSpec, gpu_xspace, write_profile
+from tb_roofline_plugin.ops.selection import average_db
+from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files
+from tb_roofline_plugin.platforms.gpu import GPU_STEPS_INFO
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
-from tb_roofline_plugin.selection import average_db
+from tb_roofline_plugin.roofline.model import build_database
 
 
 @pytest.fixture(scope="module")

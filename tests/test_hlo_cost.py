@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.message import Message
 
-from tb_roofline_plugin import profile_reader
-from tb_roofline_plugin.hlo_cost import (
+from tb_roofline_plugin.hlo.cost.engine import (
     InstructionCost,
     ModuleCosts,
     dtype_name,
@@ -26,6 +25,7 @@ from tb_roofline_plugin.hlo_cost import (
     shape_bytes,
 )
 from tb_roofline_plugin.protos import hlo_pb2
+from tb_roofline_plugin.xspace import profile_reader
 
 PT = hlo_pb2.PrimitiveType
 F32 = 4  # bytes per f32 element

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tb_roofline_plugin.analysis import analyze_file
+from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.protos import hlo_pb2, xplane_pb2
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
+from tb_roofline_plugin.roofline.model import build_database
 
 RECORDINGS = {
     "jax_mlp": ("jax-cpu/jax_mlp", 10),
@@ -180,7 +180,7 @@ def test_tensorflow_without_xla_has_five_steps_and_says_why_nothing_is_costed(sh
 
 
 def test_nested_step_roots_are_not_steps_of_their_own():
-    from tb_roofline_plugin.host_steps import number_steps
+    from tb_roofline_plugin.platforms.host_steps import number_steps
 
     # TensorFlow's FunctionRun roots (_r=1) inside its train roots.
     roots = [(0.0, 0, 100), (-1.0, 10, 20), (1.0, 120, 200), (-1.0, 130, 140)]

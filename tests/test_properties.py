@@ -22,17 +22,17 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tiny_tpu import OPS, PEAKS, tiny_tpu
 
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.compare import Side, compare
-from tb_roofline_plugin.datatable import to_csv, to_datatable
-from tb_roofline_plugin.export import selection_database, to_json
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns, with_idle
-from tb_roofline_plugin.op_stats import OpStats, StepInfo
-from tb_roofline_plugin.perf_env import PerfEnv, RunEnvironment
-from tb_roofline_plugin.profile_reader import decode_profile
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns, with_idle
+from tb_roofline_plugin.ops.op_stats import OpStats, StepInfo
+from tb_roofline_plugin.ops.selection import AVERAGE, TOTAL, average_db, select
+from tb_roofline_plugin.peaks.perf_env import PerfEnv, RunEnvironment
+from tb_roofline_plugin.platforms.analysis import analyze_profile
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import DatabasePeaks, build_database, record_metrics
-from tb_roofline_plugin.selection import AVERAGE, TOTAL, average_db, select
+from tb_roofline_plugin.render.datatable import to_csv, to_datatable
+from tb_roofline_plugin.render.export import selection_database, to_json
+from tb_roofline_plugin.roofline.compare import Side, compare
+from tb_roofline_plugin.roofline.model import DatabasePeaks, build_database, record_metrics
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824
 US = 1_000_000

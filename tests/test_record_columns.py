@@ -9,10 +9,14 @@ import numpy as np
 import pytest
 from tiny_tpu import tiny_tpu
 
-from tb_roofline_plugin import datatable as datatable_module
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.datatable import csv_text, datatable_text, to_csv, to_datatable
-from tb_roofline_plugin.export import (
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns
+from tb_roofline_plugin.ops.selection import select
+from tb_roofline_plugin.peaks.perf_env import PerfEnv
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.protos import roofline_model_pb2 as rm
+from tb_roofline_plugin.render import datatable as datatable_module
+from tb_roofline_plugin.render.datatable import csv_text, datatable_text, to_csv, to_datatable
+from tb_roofline_plugin.render.export import (
     database_dict,
     json_text,
     message_to_dict,
@@ -21,11 +25,7 @@ from tb_roofline_plugin.export import (
     selection_model,
     to_json,
 )
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns
-from tb_roofline_plugin.perf_env import PerfEnv
-from tb_roofline_plugin.profile_reader import decode_profile
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import (
+from tb_roofline_plugin.roofline.model import (
     UINT64_MAX,
     DatabasePeaks,
     RecordSet,
@@ -36,7 +36,7 @@ from tb_roofline_plugin.roofline import (
     roofline_model,
     uint64_costs,
 )
-from tb_roofline_plugin.selection import select
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 ENV = PerfEnv(peak_tera_flops_per_second=1.0, peak_bws_gbps=[1.0, 0, 0, 0, 0, 0, 0])
 PEAKS = DatabasePeaks.from_env(ENV, "TPU")

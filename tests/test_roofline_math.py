@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 from tiny_tpu import CORE_EVENTS, OPS, PEAKS, US, tiny_tpu
 
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.datatable import properties
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns, self_times
-from tb_roofline_plugin.perf_env import PerfEnv
-from tb_roofline_plugin.profile_reader import decode_profile
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns, self_times
+from tb_roofline_plugin.peaks.perf_env import PerfEnv
+from tb_roofline_plugin.platforms.analysis import analyze_profile
 from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import (
+from tb_roofline_plugin.render.datatable import properties
+from tb_roofline_plugin.roofline.model import (
     DatabasePeaks,
     build_database,
     record_metrics,
     ridge_point,
     safe_divide,
 )
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824
 

@@ -1,0 +1,358 @@
+"""What the HTTP routes do, as plain functions over a logdir: no HTTP in here.
+
+Request values are only ever looked up among the runs and hosts discovery found; a
+request never names a filesystem path. Conversions are cached per (file, size,
+mtime) in a bounded single-flight LRU; nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
+from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
+from ..ops.selection import TOTAL, BadStep, parse_step, select
+from ..peaks.perf_env import PerfEnv
+from ..protos import roofline_model_pb2 as rm
+from ..render.datatable import csv_file_name, csv_text, datatable_text
+from ..render.export import json_text, selection_model
+from ..roofline.compare import Side, compare
+from ..roofline.model import RooflineModel, roofline_model
+from ..xspace import discovery
+from . import stats_store
+from .cache import DoNotCache, SingleFlightCache, Transient
+from .convert import convert_file
+
+ALL_HOSTS = "ALL_HOSTS"
+TAG = "roofline_model"
+FORMATS = ("datatable", "json")
+MAX_VALUE_CHARS = 1024
+DISCOVERY_TTL_S = 5.0
+
+
+class RequestError(RooflineError):
+    """A request the service cannot answer; ``status`` is the HTTP status to send."""
+
+    status = 400
+
+
+class BadRequest(RequestError):
+    status = 400
+
+
+class NotFoundError(RequestError):
+    status = 404
+
+
+class TooLarge(RequestError):
+    status = 413
+
+
+class BadPeaks(RequestError):
+    """The server's --roofline_peaks cannot be used (a configuration problem, not the user's)."""
+
+    status = 503
+
+
+class BadProfile(RequestError):
+    """The profile exists but cannot be used (corrupt, truncated, foreign, unreadable)."""
+
+    status = 422
+
+
+@dataclass
+class Result:
+    """One converted selection (a host or all hosts of a run), as kept in the cache."""
+
+    stats: OpStats
+    model: RooflineModel
+    sources: list[str]
+    _rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def database(self) -> rm.RooflineModelDatabase:
+        """The whole profile's database message (built on every call: the API's form)."""
+        return self.model.database()
+
+    def rendered(self, fmt: str, step: str | int = TOTAL) -> str:
+        """The response text of a format (and, for json, a step), rendered once."""
+        key = f"{fmt}:{step}"
+        if key not in self._rendered:
+            if fmt == "datatable":
+                self._rendered[key] = datatable_text(self.model)
+            elif fmt == "csv":
+                self._rendered[key] = csv_text(self.model)
+            else:
+                selection = select(self.stats, step)
+                model = self.model if step == TOTAL else selection_model(self.stats, selection)
+                self._rendered[key] = json_text(model, self.stats, self.sources, selection)
+        return self._rendered[key]
+
+    def size_bytes(self) -> int:
+        all_db = self.stats.all_db
+        numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
+        numeric += step_nbytes(self.stats.steps)
+        return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
+
+
+def check_value(name: str, value: str | None, required: bool = True) -> str | None:
+    """A query value as given, or BadRequest: missing, too long or with control characters."""
+    if value is None or value == "":
+        if required:
+            raise BadRequest(f"missing query parameter {name!r}")
+        return None
+    if len(value) > MAX_VALUE_CHARS:
+        raise BadRequest(f"query parameter {name!r} is longer than {MAX_VALUE_CHARS} characters")
+    if any(ord(c) < 32 for c in value):
+        raise BadRequest(f"query parameter {name!r} contains control characters")
+    return value
+
+
+class RooflineService:
+    """Runs, hosts, steps and roofline data of one logdir."""
+
+    def __init__(
+        self,
+        logdir: str,
+        *,
+        cache_mb: float = 512,
+        max_file_mb: float = 4096,
+        peaks: str | None = None,
+        workers: int = 1,
+        cache_dir: str | None = None,
+        discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.logdir = logdir
+        self.peaks_spec = peaks
+        self._peaks: PerfEnv | None = None
+        self.workers = max(int(workers), 1)
+        self.cache_dir = cache_dir
+        self._pool = None  # worker processes, started on first use
+        self._prefetching = threading.Lock()  # one parallel conversion batch at a time
+        self.max_file_bytes = int(max_file_mb * 1e6)
+        self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
+        self._discover = discover
+        self._clock = clock
+        self._runs: dict[str, discovery.Run] = {}
+        self._runs_at = -float("inf")
+        self._lock = threading.Lock()
+
+    # --- discovery ----------------------------------------------------------------------------
+
+    def _all_runs(self, refresh: bool = False) -> dict[str, discovery.Run]:
+        with self._lock:
+            stale = self._clock() - self._runs_at > DISCOVERY_TTL_S
+            if refresh or stale:
+                self._runs = self._discover(self.logdir)
+                self._runs_at = self._clock()
+            return self._runs
+
+    def _run(self, run: str | None) -> discovery.Run:
+        run = check_value("run", run)
+        found = self._all_runs().get(run) or self._all_runs(refresh=True).get(run)
+        if found is None:
+            raise NotFoundError(f"unknown run {run!r}")
+        return found
+
+    def _host_files(self, run: str | None, host: str | None) -> list[discovery.HostFile]:
+        found = self._run(run)
+        host = check_value("host", host)
+        if host == ALL_HOSTS:
+            return list(found.hosts.values())
+        if host not in found.hosts:
+            raise NotFoundError(f"unknown host {host!r} in run {found.name!r}")
+        return [found.hosts[host]]
+
+    def runs(self) -> list[str]:
+        return list(self._all_runs(refresh=True))
+
+    def hosts(self, run: str | None) -> list[str]:
+        """The run's hosts; ``ALL_HOSTS`` first when there is more than one."""
+        names = list(self._run(run).hosts)
+        return ([ALL_HOSTS] if len(names) > 1 else []) + names
+
+    # --- conversion ---------------------------------------------------------------------------
+
+    def peaks(self) -> PerfEnv | None:
+        """The ``--roofline_peaks`` PerfEnv, loaded on first use (None without the flag)."""
+        if self.peaks_spec and self._peaks is None:
+            from ..peaks.devices import load_perf_env
+
+            try:
+                self._peaks = load_perf_env(self.peaks_spec)
+            except (KeyError, ValueError) as exc:
+                message = exc.args[0] if exc.args else str(exc)
+                raise BadPeaks(f"--roofline_peaks: {message}") from None
+        return self._peaks
+
+    def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
+        try:
+            size, mtime = fs.stat(host.path)
+        except OSError as exc:
+            raise BadProfile(f"{host.path}: cannot be read ({exc.strerror or exc})") from None
+        if size > self.max_file_bytes:
+            raise TooLarge(
+                f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
+                f"{self.max_file_bytes / 1e6:g}; not loaded"
+            )
+        key = ("host", host.path, size, mtime)
+
+        def convert() -> Result:
+            self.peaks()  # a bad --roofline_peaks is the server's problem, said once
+            stats = None
+            if self.cache_dir:
+                store_key = stats_store.cache_key(host.path, size, mtime, self.peaks_spec)
+                stats = stats_store.load(self.cache_dir, store_key)
+            if stats is None:
+                try:
+                    stats = convert_file(host.path, self.peaks_spec)
+                except UnreadableProfile as exc:
+                    raise DoNotCache(BadProfile(str(exc))) from None
+                except ProfileError as exc:
+                    if self._changed(fs, host.path, size, mtime):
+                        raise DoNotCache(
+                            BadProfile(f"{exc} (the file changed while it was read)")
+                        ) from None
+                    raise BadProfile(str(exc)) from None
+            result = Result(stats, roofline_model(stats), [host.path])
+            if self._changed(fs, host.path, size, mtime):
+                return Transient(result)  # what was read, but not under this (size, mtime)
+            return result
+
+        return self.cache.get(key, convert, Result.size_bytes), key
+
+    @staticmethod
+    def _changed(fs: discovery._Fs, path: str, size: int, mtime: float) -> bool:
+        try:
+            return fs.stat(path) != (size, mtime)
+        except OSError:
+            return True
+
+    def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
+        """Converts the hosts that are not cached yet in worker processes, in parallel."""
+        if self.workers < 2 or len(files) < 2 or self.cache_dir:
+            return
+        missing = []
+        for host in files:
+            try:
+                size, mtime = fs.stat(host.path)
+            except OSError:
+                continue
+            if size <= self.max_file_bytes and ("host", host.path, size, mtime) not in self.cache:
+                missing.append((host, ("host", host.path, size, mtime)))
+        if len(missing) < 2:
+            return
+        with self._prefetching:
+            missing = [(h, k) for h, k in missing if k not in self.cache]
+            if len(missing) >= 2:
+                self._convert_in_workers(missing)
+
+    def _convert_in_workers(self, missing: list[tuple[discovery.HostFile, tuple]]) -> None:
+        pool = self._worker_pool()
+        futures = [(pool.submit(convert_file, h.path, self.peaks_spec), h, k) for h, k in missing]
+        for future, host, key in futures:
+            try:
+                stats = future.result()
+            except Exception:  # the in-process path reports it, with its message
+                continue
+            result = Result(stats, roofline_model(stats), [host.path])
+            self.cache.get(key, lambda r=result: r, Result.size_bytes)
+
+    def _worker_pool(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                context = multiprocessing.get_context("spawn")  # never fork a threaded server
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            return self._pool
+
+    def result(self, run: str | None, host: str | None) -> Result:
+        """The converted selection: one host, or all hosts of the run combined."""
+        files = self._host_files(run, host)
+        fs = discovery.filesystem(self.logdir)
+        self._prefetch(fs, files)
+        parts = [self._host_result(fs, f) for f in files]
+        if len(parts) == 1:
+            return parts[0][0]
+        key = ("all", tuple(k for _, k in parts))
+
+        def combine() -> Result:
+            stats = combine_hosts([r.stats for r, _ in parts])
+            return Result(stats, roofline_model(stats), [f.path for f in files])
+
+        return self.cache.get(key, combine, Result.size_bytes)
+
+    def steps(self, run: str | None, host: str | None) -> dict:
+        stats = self.result(run, host).stats
+        return {
+            "has_step_markers": stats.has_step_markers,
+            "steps": [
+                {"step_num": s.step_num, "complete": s.complete, "duration_us": s.duration_ps / 1e6}
+                for s in stats.steps
+            ],
+        }
+
+    def data(
+        self,
+        run: str | None,
+        host: str | None,
+        tag: str | None,
+        fmt: str | None,
+        step: str | None = None,
+    ) -> str:
+        """The roofline of a selection as JSON text (``datatable`` or ``json``).
+
+        ``step`` (json only) is ``total`` (default), ``average`` or a step number.
+        """
+        self._check_tag(tag)
+        fmt = check_value("format", fmt, required=False) or "datatable"
+        if fmt not in FORMATS:
+            raise BadRequest(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        chosen = self._step(step)
+        if fmt == "datatable" and chosen != TOTAL:
+            raise BadRequest("step selects json records; the datatable holds every step")
+        result = self.result(run, host)
+        try:
+            return result.rendered(fmt, chosen)
+        except NotFound as exc:
+            raise NotFoundError(str(exc)) from None
+
+    @staticmethod
+    def _step(step: str | None) -> str | int:
+        try:
+            return parse_step(check_value("step", step, required=False))
+        except BadStep as exc:
+            raise BadRequest(str(exc)) from None
+
+    def compare(self, a: tuple, b: tuple) -> dict:
+        """Compares two (run, host, step) selections; see ``compare.compare``."""
+        sides = []
+        for name, (run, host, step) in (("a", a), ("b", b)):
+            result = self.result(run, host)
+            try:
+                selection = select(result.stats, self._step(step))
+            except NotFound as exc:
+                raise NotFoundError(f"{name}: {exc}") from None
+            sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
+        return compare(*sides)
+
+    def data_csv(self, run: str | None, host: str | None, tag: str | None) -> tuple[str, str]:
+        """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
+        tag = self._check_tag(tag)
+        text = self.result(run, host).rendered("csv")
+        return text, csv_file_name(tag, run or "", host or "")
+
+    @staticmethod
+    def _check_tag(tag: str | None) -> str:
+        tag = check_value("tag", tag, required=False) or TAG
+        if tag != TAG:
+            raise NotFoundError(f"unknown tag {tag!r}; this plugin serves {TAG!r}")
+        return tag
