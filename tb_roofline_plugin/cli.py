@@ -103,7 +103,7 @@ def _peaks(args: argparse.Namespace):
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .peaks.devices import calibrate, write_calibration
+    from .peaks.calibration import calibrate, write_calibration
 
     sizes = {"matrix_n": 512, "stream_mib": 128} if args.quick else {}
     result = calibrate(**sizes)

@@ -26,7 +26,7 @@ from ..hlo.cost.engine import InstructionCost, ModuleCosts
 from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.step_ops import Cells, StepOps, cells, step_ops
-from ..peaks.devices import gpu_dtype_tflops, gpu_perf_env
+from ..peaks.device_rules import gpu_dtype_tflops, gpu_perf_env
 from ..peaks.perf_env import RunEnvironment
 from ..protos import xplane_pb2
 from ..xspace.event_table import EventTable, StringCodes, first_seen_codes, line_tables

@@ -14,7 +14,7 @@ import numpy as np
 from ..ops.op_metrics import MEMORY_SPACES, empty_columns, self_times
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops
-from ..peaks.devices import tpu_dtype_tflops
+from ..peaks.device_rules import tpu_dtype_tflops
 from ..peaks.perf_env import RunEnvironment, tpu_perf_env
 from ..protos import op_metrics_pb2, xplane_pb2
 from ..xspace.profile_reader import (

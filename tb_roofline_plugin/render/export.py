@@ -21,6 +21,7 @@ from ..roofline.model import (
     safe_divide,
     step_roofline_model,
 )
+from ..units import GIB_PER_GB
 from ..wording import named
 from .datatable import csv_text, datatable_pieces
 from .json_text import (
@@ -61,8 +62,8 @@ def device_summary(stats: OpStats) -> dict:
         {
             "name": name,
             "peak_gbps": env.peak_bws_gbps[index],
-            "peak_gibps": env.peak_bws_gbps[index] / 1.073741824,
-            "ridge_point": ridge_point(peak_gflops, env.peak_bws_gbps[index] / 1.073741824),
+            "peak_gibps": env.peak_bws_gbps[index] / GIB_PER_GB,
+            "ridge_point": ridge_point(peak_gflops, env.peak_bws_gbps[index] / GIB_PER_GB),
         }
         for name, index in _memories(stats)
         if env.peak_bws_gbps[index] > 0

@@ -26,9 +26,9 @@ from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table, sum_ste
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 from ..protos import roofline_model_pb2 as rm
 from ..protos.source_info_pb2 import SourceInfo
+from ..units import GIB_PER_GB
 from ..wording import numbered
 
-GIBI_PER_GIGA = 1.073741824
 MAX_OP_RECORDS = 1000
 INNER_OP_CATEGORIES = frozenset({"call", "conditional", "while", "megacore fusion"})
 
@@ -54,7 +54,7 @@ def safe_divide(a, b):
 
 
 def giga_to_gibi(x):
-    return np.asarray(x, np.float64) / GIBI_PER_GIGA
+    return np.asarray(x, np.float64) / GIB_PER_GB
 
 
 def gibibytes_per_second(num_bytes, ns):
@@ -63,7 +63,7 @@ def gibibytes_per_second(num_bytes, ns):
 
 def ridge_point(peak_gflops: float, peak_gibps: float) -> float:
     """FLOP per byte where a memory roof meets the compute roof (0 without bandwidth)."""
-    return float(safe_divide(peak_gflops, peak_gibps * GIBI_PER_GIGA))
+    return float(safe_divide(peak_gflops, peak_gibps * GIB_PER_GB))
 
 
 def is_infeed_or_outfeed(category: str) -> bool:
