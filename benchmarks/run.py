@@ -49,7 +49,8 @@ XPROF = (
 # Our export in stages, in one process: seconds and peak RSS (MiB) after each, as JSON.
 STAGES = """
 import json, resource, sys, time
-from tb_roofline_plugin.platforms.analysis import analyze_profile, host_name
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.xspace.discovery import host_name
 from tb_roofline_plugin.render.export import render
 from tb_roofline_plugin.xspace.profile_reader import decode_profile, read_bytes
 

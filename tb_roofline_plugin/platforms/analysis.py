@@ -12,7 +12,7 @@ from ..hlo.modules import program_modules, program_names
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats, combine_hosts
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
-from ..xspace.discovery import PROFILE_SUFFIX
+from ..xspace.discovery import host_name
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
 from .cpu import cpu_op_stats
 from .gpu import gpu_op_stats
@@ -41,12 +41,6 @@ NO_PEAKS = (
     "Unknown. Give peaks with `tb-roofline export --peaks NAME|FILE` (see `tb-roofline "
     "calibrate`) or `tensorboard --roofline_peaks NAME|FILE`."
 )
-
-
-def host_name(path: str | os.PathLike) -> str:
-    """``.../<host>.xplane.pb`` -> ``<host>`` (the host is named by its file, as XProf does)."""
-    name = os.path.basename(os.fspath(path))
-    return name[: -len(PROFILE_SUFFIX)] if name.endswith(PROFILE_SUFFIX) else name
 
 
 def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -> OpStats:

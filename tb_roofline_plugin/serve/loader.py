@@ -1,16 +1,15 @@
 """TensorBoard entry point: flags and lazy loading of the roofline plugin.
 
 TensorBoard imports this module unguarded at start-up, so it imports nothing but
-``base_plugin``; everything heavy is imported inside ``load()``, where a failure
-only disables this plugin.
+``base_plugin`` and the leaf ``metadata``; everything heavy is imported inside ``load()``,
+where a failure only disables this plugin.
 """
 
 from __future__ import annotations
 
 from tensorboard.plugins import base_plugin
 
-DEFAULT_CACHE_MB = 512
-DEFAULT_MAX_FILE_MB = 4096
+from ..metadata import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB
 
 
 class RooflineLoader(base_plugin.TBLoader):

@@ -16,11 +16,10 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from ..errors import RooflineError
+from ..metadata import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, PLUGIN_NAME
 from ..xspace.discovery import has_profiles
-from .loader import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB
-from .service import RequestError, RooflineService
+from .service import RooflineService
 
-PLUGIN_NAME = "roofline"
 RUNS_ROUTE = "/runs"
 HOSTS_ROUTE = "/hosts"
 STEPS_ROUTE = "/steps"
@@ -140,7 +139,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
         return http_util.Respond(request, body, "application/json")
 
     def _error(self, request, exc: RooflineError):
-        status = exc.status if isinstance(exc, RequestError) else 422
+        status = exc.status
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return http_util.Respond(request, {"error": message}, "application/json", code=status)
 

@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
+from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
 from ..peaks.perf_env import PerfEnv
@@ -28,8 +29,6 @@ from . import stats_store
 from .cache import DoNotCache, SingleFlightCache, Transient
 from .convert import convert_file
 
-ALL_HOSTS = "ALL_HOSTS"
-TAG = "roofline_model"
 FORMATS = ("datatable", "json")
 MAX_VALUE_CHARS = 1024
 DISCOVERY_TTL_S = 5.0
@@ -45,10 +44,6 @@ class BadRequest(RequestError):
     status = 400
 
 
-class NotFoundError(RequestError):
-    status = 404
-
-
 class TooLarge(RequestError):
     status = 413
 
@@ -57,12 +52,6 @@ class BadPeaks(RequestError):
     """The server's --roofline_peaks cannot be used (a configuration problem, not the user's)."""
 
     status = 503
-
-
-class BadProfile(RequestError):
-    """The profile exists but cannot be used (corrupt, truncated, foreign, unreadable)."""
-
-    status = 422
 
 
 @dataclass
@@ -120,8 +109,8 @@ class RooflineService:
         self,
         logdir: str,
         *,
-        cache_mb: float = 512,
-        max_file_mb: float = 4096,
+        cache_mb: float = DEFAULT_CACHE_MB,
+        max_file_mb: float = DEFAULT_MAX_FILE_MB,
         peaks: str | None = None,
         workers: int = 1,
         cache_dir: str | None = None,
@@ -157,7 +146,7 @@ class RooflineService:
         run = check_value("run", run)
         found = self._all_runs().get(run) or self._all_runs(refresh=True).get(run)
         if found is None:
-            raise NotFoundError(f"unknown run {run!r}")
+            raise NotFound(f"unknown run {run!r}")
         return found
 
     def _host_files(self, run: str | None, host: str | None) -> list[discovery.HostFile]:
@@ -166,7 +155,7 @@ class RooflineService:
         if host == ALL_HOSTS:
             return list(found.hosts.values())
         if host not in found.hosts:
-            raise NotFoundError(f"unknown host {host!r} in run {found.name!r}")
+            raise NotFound(f"unknown host {host!r} in run {found.name!r}")
         return [found.hosts[host]]
 
     def runs(self) -> list[str]:
@@ -195,7 +184,7 @@ class RooflineService:
         try:
             size, mtime = fs.stat(host.path)
         except OSError as exc:
-            raise BadProfile(f"{host.path}: cannot be read ({exc.strerror or exc})") from None
+            raise ProfileError(host.path, f"cannot be read ({exc.strerror or exc})") from None
         if size > self.max_file_bytes:
             raise TooLarge(
                 f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
@@ -213,13 +202,15 @@ class RooflineService:
                 try:
                     stats = convert_file(host.path, self.peaks_spec)
                 except UnreadableProfile as exc:
-                    raise DoNotCache(BadProfile(str(exc))) from None
+                    raise DoNotCache(exc) from None
                 except ProfileError as exc:
                     if self._changed(fs, host.path, size, mtime):
                         raise DoNotCache(
-                            BadProfile(f"{exc} (the file changed while it was read)")
+                            ProfileError(
+                                exc.path, f"{exc.problem} (the file changed while it was read)"
+                            )
                         ) from None
-                    raise BadProfile(str(exc)) from None
+                    raise
             result = Result(stats, roofline_model(stats), [host.path])
             if self._changed(fs, host.path, size, mtime):
                 return Transient(result)  # what was read, but not under this (size, mtime)
@@ -320,10 +311,7 @@ class RooflineService:
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
         result = self.result(run, host)
-        try:
-            return result.rendered(fmt, chosen)
-        except NotFound as exc:
-            raise NotFoundError(str(exc)) from None
+        return result.rendered(fmt, chosen)
 
     @staticmethod
     def _step(step: str | None) -> str | int:
@@ -340,7 +328,7 @@ class RooflineService:
             try:
                 selection = select(result.stats, self._step(step))
             except NotFound as exc:
-                raise NotFoundError(f"{name}: {exc}") from None
+                raise NotFound(f"{name}: {exc}") from None
             sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
         return compare(*sides)
 
@@ -354,5 +342,5 @@ class RooflineService:
     def _check_tag(tag: str | None) -> str:
         tag = check_value("tag", tag, required=False) or TAG
         if tag != TAG:
-            raise NotFoundError(f"unknown tag {tag!r}; this plugin serves {TAG!r}")
+            raise NotFound(f"unknown tag {tag!r}; this plugin serves {TAG!r}")
         return tag

@@ -31,6 +31,12 @@ class Run:
     hosts: dict[str, HostFile] = field(default_factory=dict)
 
 
+def host_name(path: str | os.PathLike) -> str:
+    """``.../<host>.xplane.pb`` -> ``<host>`` (the host is named by its file, as XProf does)."""
+    name = os.path.basename(os.fspath(path))
+    return name[: -len(PROFILE_SUFFIX)] if name.endswith(PROFILE_SUFFIX) else name
+
+
 def _is_remote(path: str) -> bool:
     return "://" in path
 
@@ -100,7 +106,7 @@ def discover(logdir: str, max_dirs: int = MAX_DIRS) -> dict[str, Run]:
             continue
         run = runs.setdefault(name, Run(name=name, path=dirpath))
         for filename in hosts:
-            host = filename[: -len(PROFILE_SUFFIX)]
+            host = host_name(filename)
             if host:
                 run.hosts[host] = HostFile(host, fs.join(dirpath, filename))
     return dict(sorted(runs.items()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import NotFound, ProfileError
-from ..platforms.analysis import PROFILE_SUFFIX, host_name
+from .discovery import PROFILE_SUFFIX, host_name
 
 
 def profile_files(path: str | os.PathLike, host: str | None = None) -> list[str]:
