@@ -3,7 +3,7 @@
     python benchmarks/load.py [--seconds 30] [--clients 50] [--max-requests N]
                               [--cache-mb 64] [--logdir DIR] [--port 0]
 
-Generates the demo logdir (``demo_data.write_demo_logdir``) in a temporary folder unless
+Generates the demo logdir (``demo.write_demo_logdir``) in a temporary folder unless
 ``--logdir`` is given, starts ``tensorboard --logdir DIR --host 127.0.0.1 --port FREE
 --roofline_cache_mb 64``, waits until it answers, learns the runs, hosts and steps through
 the API, then runs the clients (threads, urllib, no proxy) over mixed routes: runs, hosts,

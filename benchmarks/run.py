@@ -13,7 +13,7 @@ the HTTP routes use.
                              [--no-xprof] [--stages] [--timeout 1200] [--mem-cap-gb 16]
 
 Profiles of 500 MB and more are made by repeating the middle steps of a 40 MB one
-(``demo_data.write_large_profile``) and measured once each. XProf runs from
+(``tiling.write_large_profile``) and measured once each. XProf runs from
 benchmarks/.xprof-venv (created with `pip install xprof` when missing).
 """
 
@@ -158,8 +158,9 @@ def generated(out: Path, shape: str, megabytes: int, **extra) -> Path:
         size = megabytes * 1_000_000
         if megabytes >= LARGE_MB:  # one XSpace of this size would need ~10x in memory
             code = (
-                f"import sys; from tb_roofline_plugin.demo import {spec}, "
-                f"write_large_profile; write_large_profile(sys.argv[1], "
+                f"import sys; sys.path.insert(0, 'benchmarks'); from tiling import "
+                f"write_large_profile; from tb_roofline_plugin.demo import {spec}; "
+                f"write_large_profile(sys.argv[1], "
                 f"{spec}(host='bench'{args}), {size})"
             )
         else:

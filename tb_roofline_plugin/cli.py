@@ -167,7 +167,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """Writes a demo logdir (several runs, two hosts, steps) and serves it with TensorBoard."""
-    from .demo.tpu import write_demo_logdir
+    from .demo.logdir import write_demo_logdir
     from .render.summary import demo_summary
 
     paths = write_demo_logdir(args.logdir)
