@@ -14,14 +14,15 @@ $(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/xspace/_wire.c
 demo: $(VENV)/.installed
 	$(PY) -m tb_roofline_plugin.cli demo
 
-test: $(VENV)/.installed
-	$(PY) -m ruff format --check .
-	$(PY) -m ruff check .
+# `make test` (what CI runs, .ci/run) is `make lint`, then the whole test suite.
+test: lint
 	$(PY) -m pytest -q
 
+# Formatting, lint, and the import contract of pyproject.toml's [tool.importlinter] (layers).
 lint: $(VENV)/.installed
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed
 	$(PY) -m ruff format .
