@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import NotFound, RooflineError
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from .op_metrics import OpMetricsDb
 from .op_stats import OpStats, sum_steps
 
@@ -62,11 +62,13 @@ def average_db(stats: OpStats) -> OpMetricsDb:
 def select(stats: OpStats, step: str | int) -> Selection:
     if step == TOTAL:
         complete = len(stats.complete_steps)
-        return Selection(TOTAL, stats.all_db, rm.ALL, steps_in_selection=max(complete, 1))
+        return Selection(
+            TOTAL, stats.all_db, roofline_model_pb2.ALL, steps_in_selection=max(complete, 1)
+        )
     if step == AVERAGE:
-        return Selection(AVERAGE, average_db(stats), rm.AVERAGE_STEP)
+        return Selection(AVERAGE, average_db(stats), roofline_model_pb2.AVERAGE_STEP)
     for info in stats.steps:
         if info.step_num == step:
-            return Selection(str(step), info.db, rm.PER_STEP, step_num=step)
+            return Selection(str(step), info.db, roofline_model_pb2.PER_STEP, step_num=step)
     known = ", ".join(str(s.step_num) for s in stats.steps) or "none"
     raise NotFound(f"no step {step} in this profile (steps: {known})")

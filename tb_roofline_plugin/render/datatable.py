@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from ..roofline.model import RecordSet, RooflineModel, as_model, ridge_point
 from .json_text import bool_texts, dumps_pieces, float_columns_text, string_texts
 
@@ -156,15 +156,15 @@ def columns(is_gpu: bool) -> list[tuple[str, str, str, str]]:
     ]
 
 
-def is_gpu_database(database: rm.RooflineModelDatabase) -> bool:
+def is_gpu_database(database: roofline_model_pb2.RooflineModelDatabase) -> bool:
     return "GPU" in database.device_type
 
 
 _STEP_NAMES = {
-    rm.ALL: "Total",
-    rm.AVERAGE_STEP: "Average",
-    rm.ALL_HW: "Total (HW)",
-    rm.INVALID_RECORD_TYPE: "Invalid",
+    roofline_model_pb2.ALL: "Total",
+    roofline_model_pb2.AVERAGE_STEP: "Average",
+    roofline_model_pb2.ALL_HW: "Total (HW)",
+    roofline_model_pb2.INVALID_RECORD_TYPE: "Invalid",
 }
 
 
@@ -174,7 +174,7 @@ def step_strings(records: RecordSet) -> list[str]:
     out = np.full(len(kinds), "Unknown", object)
     for kind, name in _STEP_NAMES.items():
         out[kinds == kind] = name
-    per_step = kinds == rm.PER_STEP
+    per_step = kinds == roofline_model_pb2.PER_STEP
     out[per_step] = list(map(str, records["step_num"][per_step].tolist()))
     return out.tolist()
 
@@ -238,7 +238,7 @@ def format_property(value: float | bool) -> str:
     return format(float(value), ".6g")
 
 
-def properties(database: rm.RooflineModelDatabase) -> dict[str, str]:
+def properties(database: roofline_model_pb2.RooflineModelDatabase) -> dict[str, str]:
     db = database
     ridge = {
         "hbm_ridge_point": ridge_point(db.peak_flop_rate, db.peak_hbm_bw),
@@ -302,7 +302,7 @@ def _tables(model: RooflineModel) -> tuple[list, dict, dict]:
     return cols, table, diagnostics
 
 
-def to_datatable(database: RooflineModel | rm.RooflineModelDatabase) -> list[dict]:
+def to_datatable(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> list[dict]:
     """The body of XProf's ``roofline_model`` tool for this database."""
     model = as_model(database)
     cols, table, diagnostics = _tables(model)
@@ -311,7 +311,9 @@ def to_datatable(database: RooflineModel | rm.RooflineModelDatabase) -> list[dic
     return [table, diagnostics]
 
 
-def datatable_pieces(database: RooflineModel | rm.RooflineModelDatabase) -> list[str]:
+def datatable_pieces(
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
+) -> list[str]:
     """``json.dumps(to_datatable(database))`` in pieces, written column by column.
 
     Cells become text a piece of records at a time, and the pieces are never joined here:
@@ -331,12 +333,12 @@ def datatable_pieces(database: RooflineModel | rm.RooflineModelDatabase) -> list
     return pieces if pieces is not None else [json.dumps(to_datatable(model))]
 
 
-def datatable_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
+def datatable_text(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> str:
     """``json.dumps(to_datatable(database))``, written column by column."""
     return "".join(datatable_pieces(database))
 
 
-def csv_text(database: RooflineModel | rm.RooflineModelDatabase) -> str:
+def csv_text(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> str:
     """``to_csv(to_datatable(database))``, written column by column."""
     model = as_model(database)
     cols, _, _ = _tables(model)

@@ -1,4 +1,10 @@
-"""The output formats: XProf's datatable, our complete json, and csv."""
+"""Our complete json form and the ``export`` command's formats.
+
+``to_json`` / ``complete_json_text``: the RooflineModelDatabase as protobuf JSON plus what
+the tab needs besides (device and peaks, steps, per-op details, wasted time, notes), the
+records written column by column (``json_text`` is the fast writer). ``render`` /
+``render_pieces``: one of ``FORMATS`` (datatable and csv come from ``datatable``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from .. import __version__
 from ..ops.op_stats import OpStats
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from ..roofline.model import (
     RecordSet,
     RooflineModel,
@@ -104,7 +110,9 @@ def dtype_ceiling(dtype: str) -> str:
 
 
 def op_details(
-    database: RooflineModel | rm.RooflineModelDatabase, stats: OpStats, selection: Selection
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
+    stats: OpStats,
+    selection: Selection,
 ) -> list[dict]:
     """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
 
@@ -277,8 +285,12 @@ def _is_repeated(field) -> bool:
 
 
 # The record fields by field number (their order in the JSON mapping), source_info included.
-_RECORD_FIELDS = sorted(rm.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number)
-_DATABASE_NUMBERS = {f.name: f.number for f in rm.RooflineModelDatabase.DESCRIPTOR.fields}
+_RECORD_FIELDS = sorted(
+    roofline_model_pb2.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number
+)
+_DATABASE_NUMBERS = {
+    f.name: f.number for f in roofline_model_pb2.RooflineModelDatabase.DESCRIPTOR.fields
+}
 _RECORDS_KEY = "roofline_model_record"
 
 
@@ -410,9 +422,9 @@ def _with_records(header: dict, records) -> dict:
     return out
 
 
-def database_dict(database: RooflineModel | rm.RooflineModelDatabase) -> dict:
+def database_dict(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> dict:
     """``message_to_dict`` of the database, its records made from the columns."""
-    if isinstance(database, rm.RooflineModelDatabase):
+    if isinstance(database, roofline_model_pb2.RooflineModelDatabase):
         return message_to_dict(database)
     header = message_to_dict(database.header)
     if not len(database.records):
@@ -451,7 +463,7 @@ def _body(
 
 
 def to_json(
-    database: RooflineModel | rm.RooflineModelDatabase,
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
     stats: OpStats,
     sources: list[str],
     selection: Selection | None = None,
@@ -467,7 +479,7 @@ def to_json(
     return _body(model, stats, sources, selection, header)
 
 
-def json_text(
+def complete_json_text(
     model: RooflineModel,
     stats: OpStats,
     sources: list[str],
@@ -502,7 +514,9 @@ def selection_model(stats: OpStats, selection: Selection) -> RooflineModel:
     return step_roofline_model(stats, selection.db, selection.record_type, selection.step_num)
 
 
-def selection_database(stats: OpStats, selection: Selection) -> rm.RooflineModelDatabase:
+def selection_database(
+    stats: OpStats, selection: Selection
+) -> roofline_model_pb2.RooflineModelDatabase:
     return selection_model(stats, selection).database()
 
 
@@ -516,7 +530,7 @@ def render_pieces(
     if fmt == "datatable":
         return datatable_pieces(model)
     if fmt == "json":
-        return [json_text(model, stats, sources, selection, indent=1)]
+        return [complete_json_text(model, stats, sources, selection, indent=1)]
     if fmt == "csv":
         return [csv_text(model)]
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")

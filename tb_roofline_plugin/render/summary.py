@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ops.op_stats import OpStats
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from ..roofline.model import build_database
 from .export import device_summary
 
@@ -19,7 +19,7 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _record_row(rec: rm.RooflineModelRecord, label: str) -> list[str]:
+def _record_row(rec: roofline_model_pb2.RooflineModelRecord, label: str) -> list[str]:
     return [
         label,
         rec.hlo_name[:40],
@@ -63,13 +63,13 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
     rows = [list(_HEADER)]
     for rec in records:
-        if rec.record_type == rm.ALL and rec.rank == 0:
+        if rec.record_type == roofline_model_pb2.ALL and rec.rank == 0:
             rows.append(_record_row(rec, "Total"))
-        elif rec.record_type == rm.AVERAGE_STEP:
+        elif rec.record_type == roofline_model_pb2.AVERAGE_STEP:
             rows.append(_record_row(rec, "Average"))
-        elif rec.record_type == rm.PER_STEP:
+        elif rec.record_type == roofline_model_pb2.PER_STEP:
             rows.append(_record_row(rec, f"step {rec.step_num}"))
-    ops = [r for r in records if r.record_type == rm.ALL and r.rank > 0][:top]
+    ops = [r for r in records if r.record_type == roofline_model_pb2.ALL and r.rank > 0][:top]
     rows.extend(_record_row(rec, str(rec.rank)) for rec in ops)
     out.append("")
     out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")

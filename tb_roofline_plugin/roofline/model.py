@@ -24,7 +24,7 @@ from ..ops.op_metrics import (
 )
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table, sum_steps
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from ..protos.source_info_pb2 import SourceInfo
 from ..units import GIB_PER_GB
 from ..wording import numbered
@@ -422,14 +422,16 @@ class RecordSet:
         db = empty_db()
         metrics = {k: np.zeros(0) for k in _METRIC_FIELDS}
         metrics["bound_by"] = np.zeros(0, object)
-        return _record_set(db, metrics, rm.INVALID_RECORD_TYPE, False, 0, np.zeros(0, np.int64))
+        return _record_set(
+            db, metrics, roofline_model_pb2.INVALID_RECORD_TYPE, False, 0, np.zeros(0, np.int64)
+        )
 
     def take(self, index: np.ndarray) -> RecordSet:
         return RecordSet({k: v[index] for k, v in self.columns.items()})
 
     def is_per_step(self) -> np.ndarray:
         """Where ``step_num`` is set in the schema."""
-        return self.columns["record_type"] == rm.PER_STEP
+        return self.columns["record_type"] == roofline_model_pb2.PER_STEP
 
     def approx_bytes(self) -> int:
         """About the memory the records hold (numbers and the characters of strings)."""
@@ -441,7 +443,7 @@ class RecordSet:
                 total += values.nbytes
         return total
 
-    def to_messages(self) -> list[rm.RooflineModelRecord]:
+    def to_messages(self) -> list[roofline_model_pb2.RooflineModelRecord]:
         """The schema's records, one message per record (the costly form, for the API)."""
         names = [k for k in _MESSAGE_FIELDS if k != "step_num"]
         lists = [self.columns[k].tolist() for k in names]
@@ -459,7 +461,7 @@ class RecordSet:
                 fields["source_info"] = SourceInfo(
                     file_name=file_name, line_number=line, stack_frame=stack
                 )
-            messages.append(rm.RooflineModelRecord(**fields))
+            messages.append(roofline_model_pb2.RooflineModelRecord(**fields))
         return messages
 
     @classmethod
@@ -483,7 +485,7 @@ class RecordSet:
             [s.stack_frame if h else "" for s, h in zip(sources, has_source)]
         )
         columns["step_num"] = np.where(
-            columns["record_type"] == rm.PER_STEP, columns["step_num"], 0
+            columns["record_type"] == roofline_model_pb2.PER_STEP, columns["step_num"], 0
         )
         return cls(columns)
 
@@ -542,7 +544,9 @@ _COLUMN_TYPES = {
 # Every scalar field of RooflineModelRecord, by field number (the order of its JSON).
 _MESSAGE_FIELDS = tuple(
     f.name
-    for f in sorted(rm.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number)
+    for f in sorted(
+        roofline_model_pb2.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number
+    )
     if f.name != "source_info"
 )
 
@@ -561,7 +565,7 @@ def _record_set(
     steps = np.broadcast_to(np.asarray(step_num, np.int64), (n,))
     columns = {
         "record_type": record_types,
-        "step_num": np.where(record_types == rm.PER_STEP, steps, 0),
+        "step_num": np.where(record_types == roofline_model_pb2.PER_STEP, steps, 0),
         "rank": np.asarray(rank, np.int64),
         "hlo_module_id": db.program_id.astype(np.uint64),
         "hlo_category": db.category,
@@ -611,7 +615,7 @@ def op_records(
     peaks: DatabasePeaks,
     core_count: int,
     include: bool,
-    record_type: int = rm.ALL,
+    record_type: int = roofline_model_pb2.ALL,
     step_num: int = 0,
 ) -> RecordSet:
     """The top ops by self time (IDLE and, without infeed/outfeed, I/O ops left out)."""
@@ -661,10 +665,12 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
     return diag
 
 
-def _database_header(stats: OpStats) -> tuple[rm.RooflineModelDatabase, DatabasePeaks | None]:
+def _database_header(
+    stats: OpStats,
+) -> tuple[roofline_model_pb2.RooflineModelDatabase, DatabasePeaks | None]:
     """The database-level fields (device, peaks, flags); no peaks for an empty result."""
     run_env = stats.run_env
-    database = rm.RooflineModelDatabase(device_type=run_env.device_type)
+    database = roofline_model_pb2.RooflineModelDatabase(device_type=run_env.device_type)
     if run_env.hardware_type not in ("TPU", "GPU", "CPU"):
         return database, None
     peaks = DatabasePeaks.from_env(stats.perf_env, run_env.hardware_type)
@@ -686,24 +692,24 @@ class RooflineModel:
     """A roofline database as its header message (every field but the records) and its
     records as columns; ``database()`` is the schema's message, built when asked for."""
 
-    header: rm.RooflineModelDatabase
+    header: roofline_model_pb2.RooflineModelDatabase
     records: RecordSet
 
-    def database(self) -> rm.RooflineModelDatabase:
-        database = rm.RooflineModelDatabase()
+    def database(self) -> roofline_model_pb2.RooflineModelDatabase:
+        database = roofline_model_pb2.RooflineModelDatabase()
         database.CopyFrom(self.header)
         database.roofline_model_record.extend(self.records.to_messages())
         return database
 
     @classmethod
-    def from_database(cls, database: rm.RooflineModelDatabase) -> RooflineModel:
-        header = rm.RooflineModelDatabase()
+    def from_database(cls, database: roofline_model_pb2.RooflineModelDatabase) -> RooflineModel:
+        header = roofline_model_pb2.RooflineModelDatabase()
         header.CopyFrom(database)
         header.ClearField("roofline_model_record")
         return cls(header, RecordSet.from_messages(database.roofline_model_record))
 
 
-def as_model(database: RooflineModel | rm.RooflineModelDatabase) -> RooflineModel:
+def as_model(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> RooflineModel:
     """A RooflineModel of either form (renderers take both)."""
     if isinstance(database, RooflineModel):
         return database
@@ -723,18 +729,22 @@ def roofline_model(stats: OpStats) -> RooflineModel:
     divisors = []
     if average is not None:
         parts.append(db_segments([average]))
-        kinds.append(rm.AVERAGE_STEP)
+        kinds.append(roofline_model_pb2.AVERAGE_STEP)
         nums.append(0)
         divisors.append(max(len(used_steps), 1))
     if used_steps:
         parts.append(step_segments(used_steps))
-        kinds += [rm.PER_STEP] * len(used_steps)
+        kinds += [roofline_model_pb2.PER_STEP] * len(used_steps)
         nums += [s.step_num for s in used_steps]
         divisors += [1] * len(used_steps)
     segments = concat_segments(parts) if parts else None
     records = []
     for include in (True, False):
-        records.append(program_records([stats.all_db], peaks, cores, include, [rm.ALL], [0], [1]))
+        records.append(
+            program_records(
+                [stats.all_db], peaks, cores, include, [roofline_model_pb2.ALL], [0], [1]
+            )
+        )
         records.append(op_records(stats.all_db, peaks, cores, include))
         if segments is not None:
             records.append(program_records(segments, peaks, cores, include, kinds, nums, divisors))
@@ -744,7 +754,7 @@ def roofline_model(stats: OpStats) -> RooflineModel:
     return RooflineModel(database, RecordSet.concat(records))
 
 
-def build_database(stats: OpStats) -> rm.RooflineModelDatabase:
+def build_database(stats: OpStats) -> roofline_model_pb2.RooflineModelDatabase:
     """``roofline_model`` as the schema's message."""
     return roofline_model(stats).database()
 
@@ -772,7 +782,7 @@ def step_roofline_model(
 
 def step_database(
     stats: OpStats, db: OpMetricsDb, record_type: int, step_num: int = 0
-) -> rm.RooflineModelDatabase:
+) -> roofline_model_pb2.RooflineModelDatabase:
     """``step_roofline_model`` as the schema's message."""
     return step_roofline_model(stats, db, record_type, step_num).database()
 
@@ -791,7 +801,7 @@ def _average_db(stats: OpStats, used_steps) -> OpMetricsDb | None:
     return None
 
 
-def _add_diagnostics(database: rm.RooflineModelDatabase, diag: Diagnostics) -> None:
+def _add_diagnostics(database: roofline_model_pb2.RooflineModelDatabase, diag: Diagnostics) -> None:
     if diag.info or diag.warnings or diag.errors:
         database.diagnostics.info.extend(diag.info)
         database.diagnostics.warnings.extend(diag.warnings)

@@ -19,9 +19,9 @@ from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
 from ..peaks.perf_env import PerfEnv
-from ..protos import roofline_model_pb2 as rm
+from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
-from ..render.export import json_text, selection_model
+from ..render.export import complete_json_text, selection_model
 from ..roofline.compare import Side, compare
 from ..roofline.model import RooflineModel, roofline_model
 from ..xspace import discovery
@@ -64,7 +64,7 @@ class Result:
     _rendered: dict[str, str] = field(default_factory=dict)
 
     @property
-    def database(self) -> rm.RooflineModelDatabase:
+    def database(self) -> roofline_model_pb2.RooflineModelDatabase:
         """The whole profile's database message (built on every call: the API's form)."""
         return self.model.database()
 
@@ -79,7 +79,7 @@ class Result:
             else:
                 selection = select(self.stats, step)
                 model = self.model if step == TOTAL else selection_model(self.stats, selection)
-                self._rendered[key] = json_text(model, self.stats, self.sources, selection)
+                self._rendered[key] = complete_json_text(model, self.stats, self.sources, selection)
         return self._rendered[key]
 
     def size_bytes(self) -> int:
