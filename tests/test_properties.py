@@ -31,7 +31,8 @@ from tb_roofline_plugin.protos import roofline_model_pb2
 from tb_roofline_plugin.render.datatable import to_csv, to_datatable
 from tb_roofline_plugin.render.export import selection_database, to_json
 from tb_roofline_plugin.roofline.compare import Side, compare
-from tb_roofline_plugin.roofline.model import DatabasePeaks, build_database, record_metrics
+from tb_roofline_plugin.roofline.formulas import DatabasePeaks, record_metrics
+from tb_roofline_plugin.roofline.model import build_database
 from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824

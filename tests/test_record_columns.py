@@ -25,15 +25,14 @@ from tb_roofline_plugin.render.export import (
     selection_model,
     to_json,
 )
-from tb_roofline_plugin.roofline.model import (
+from tb_roofline_plugin.roofline.formulas import DatabasePeaks
+from tb_roofline_plugin.roofline.model import RooflineModel, roofline_model
+from tb_roofline_plugin.roofline.records import (
     UINT64_MAX,
-    DatabasePeaks,
     RecordSet,
-    RooflineModel,
     _category_mask,
     op_records,
     program_records,
-    roofline_model,
     uint64_costs,
 )
 from tb_roofline_plugin.xspace.profile_reader import decode_profile

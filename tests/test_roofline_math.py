@@ -18,13 +18,13 @@ from tb_roofline_plugin.peaks.perf_env import PerfEnv
 from tb_roofline_plugin.platforms.analysis import analyze_profile
 from tb_roofline_plugin.protos import roofline_model_pb2
 from tb_roofline_plugin.render.datatable import properties
-from tb_roofline_plugin.roofline.model import (
+from tb_roofline_plugin.roofline.formulas import (
     DatabasePeaks,
-    build_database,
     record_metrics,
     ridge_point,
     safe_divide,
 )
+from tb_roofline_plugin.roofline.model import build_database
 from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824

@@ -10,7 +10,7 @@ from tb_roofline_plugin.ops.op_metrics import IDLE_NAME, combine, empty_columns,
 from tb_roofline_plugin.ops.op_stats import OpStats, StepInfo, step_nbytes, sum_steps, table_steps
 from tb_roofline_plugin.ops.step_ops import cells, step_ops
 from tb_roofline_plugin.peaks.perf_env import PerfEnv, RunEnvironment
-from tb_roofline_plugin.roofline.model import db_segments, program_db, step_segments
+from tb_roofline_plugin.roofline.records import db_segments, program_db, step_segments
 from tb_roofline_plugin.serve import stats_store
 from tb_roofline_plugin.xspace.event_table import StringCodes, first_seen_codes
 

@@ -15,7 +15,9 @@ import re
 import numpy as np
 
 from ..protos import roofline_model_pb2
-from ..roofline.model import RecordSet, RooflineModel, as_model, ridge_point
+from ..roofline.formulas import ridge_point
+from ..roofline.model import RooflineModel, as_model
+from ..roofline.records import RecordSet
 from .json_text import bool_texts, dumps_pieces, float_columns_text, string_texts
 
 # (id, type, label, record field or a special key)

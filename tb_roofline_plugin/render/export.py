@@ -18,15 +18,9 @@ from ..ops.op_stats import OpStats
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
-from ..roofline.model import (
-    RecordSet,
-    RooflineModel,
-    as_model,
-    ridge_point,
-    roofline_model,
-    safe_divide,
-    step_roofline_model,
-)
+from ..roofline.formulas import ridge_point, safe_divide
+from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
+from ..roofline.records import RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
 from .datatable import csv_text, datatable_pieces

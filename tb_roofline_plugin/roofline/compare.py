@@ -17,7 +17,8 @@ import numpy as np
 from ..ops.op_metrics import IDLE_NAME, combine
 from ..ops.op_stats import OpStats
 from ..ops.selection import Selection
-from .model import DatabasePeaks, program_db, record_metrics
+from .formulas import DatabasePeaks, record_metrics
+from .records import program_db
 
 
 @dataclass
