@@ -13,7 +13,7 @@ from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.protos import roofline_model_pb2
 from tb_roofline_plugin.roofline.model import build_database
 
-# hlo-cost.md §7: XLA's cost per jit_train_step call (= per step) of the shared profiles.
+# docs/hlo-cost.md §7: XLA's cost per jit_train_step call (= per step) of the shared profiles.
 SHARED_XLA = {
     "jax_matmul": (23_651_680_256, 289_407_008),
     "jax_mlp": (276_851_232, 17_546_368),

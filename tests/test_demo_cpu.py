@@ -1,4 +1,4 @@
-"""The generated CPU profiles follow xspace.md §6 and §7 (JAX on XLA:CPU).
+"""The generated CPU profiles follow docs/xspace.md §6 and §7 (JAX on XLA:CPU).
 
 Profiles are written to disk and read back; stats are found by name. Op costs come from
 the project's own readers (``program_modules``, ``ModuleCosts``) and the whole profile is

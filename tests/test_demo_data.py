@@ -1,4 +1,4 @@
-"""The generated TPU profiles follow xspace.md: read back from disk, stats found by name."""
+"""The generated TPU profiles follow docs/xspace.md: read back from disk, stats found by name."""
 
 from __future__ import annotations
 

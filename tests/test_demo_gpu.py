@@ -1,4 +1,4 @@
-"""The generated GPU profiles follow xspace.md §3, §5 and §7 and hlo-cost.md §1-2 and §4.
+"""The generated GPU profiles follow docs/xspace.md §3, §5 and §7 and docs/hlo-cost.md §1-2 and §4.
 
 Profiles are written to disk and read back; stats are found by name. The HLO modules are
 checked through the project's own readers (``program_modules``, ``ModuleCosts``) and the

@@ -184,7 +184,7 @@ def test_element_count_and_dtype_names():
     assert dtype_name(PT.Value("PRED")) == "pred"
 
 
-# --- generic rules (hlo-cost.md §3) ---------------------------------------------------------
+# --- generic rules (docs/hlo-cost.md §3) ---------------------------------------------------------
 
 
 def test_elementwise_add():
@@ -595,7 +595,7 @@ def test_fusion_tuple_parameter_and_large_constant():
     assert c.bytes_accessed == 512 + 64 + 512 + 512
 
 
-# --- GPU custom calls and Triton fusions (hlo-cost.md §5) ---------------------------------
+# --- GPU custom calls and Triton fusions (docs/hlo-cost.md §5) ---------------------------------
 
 
 def _gemm_config(lhs_contracting, rhs_contracting, lhs_batch=(), rhs_batch=()) -> bytes:

@@ -220,6 +220,7 @@ def test_query_value_limits(served, value, status, words):
         "x/../index.js",
         "plotly.min.js/../../setup.py",
         "../../tb_roofline_plugin/plugin.py",
+        "../../tb_roofline_plugin/serve/plugin.py",
         "a" * 300 + ".js",
         "index.py",
         "http_api.md",

@@ -38,7 +38,7 @@ from .xspace_builder import U64, Ref
 
 # --- CPU profiles ---------------------------------------------------------------------------
 #
-# A JAX training loop on XLA:CPU, as `xspace.md` sections 6 and 7 describe it: no device
+# A JAX training loop on XLA:CPU, as `docs/xspace.md` sections 6 and 7 describe it: no device
 # planes, the optimized HLO modules in `/host:metadata` (priced by the cost model, as on
 # GPU), op events named by their HLO instruction on `tf_XLAPjRtCpuClient` and `tf_XLAEigen`
 # host threads (independent ops of one program run concurrently), each with a zero-length

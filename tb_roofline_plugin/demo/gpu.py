@@ -46,13 +46,13 @@ from .xspace_builder import U64, Ref
 # --- GPU profiles ---------------------------------------------------------------------------
 #
 # A JAX data-parallel training loop on NVIDIA (CUPTI) or AMD (ROCm tracer) GPUs, as
-# `xspace.md` sections 3, 5 and 7 describe it: kernels on `/device:GPU:N` stream lines carry
+# `docs/xspace.md` sections 3, 5 and 7 describe it: kernels on `/device:GPU:N` stream lines carry
 # `hlo_op`/`program_id` but no cost, the optimized HLO modules are in `/host:metadata`
-# (`hlo-cost.md` sections 1, 2 and 4), and steps are host step roots whose launches reach the
+# (`docs/hlo-cost.md` sections 1, 2 and 4), and steps are host step roots whose launches reach the
 # kernels through correlation ids.
 
 GPU_TRAIN_PROGRAM_ID, GPU_EVAL_PROGRAM_ID = 12, 13  # small ints, int64 stats as on real GPUs
-_GPU_LINE_TIMESTAMP_NS = 711_141  # shared by every stream line of a plane (xspace.md §5)
+_GPU_LINE_TIMESTAMP_NS = 711_141  # shared by every stream line of a plane (docs/xspace.md §5)
 _GPU_ORIGIN_PS = 1_500 * US  # the first launch, relative to the profile start
 _GPU_INFERENCE_RUNS = 4  # (train, eval) pairs run when steps == 0 (no step roots)
 _GPU_KERNEL_FLOOR_PS = 2 * US  # the shortest kernel: launch, ramp-up, drain

@@ -16,7 +16,7 @@ from .shapes import element_count, first_element, leaf_bytes, leaves, shape_byte
 
 FMA_FLOPS = 2  # XLA's kFmaFlops: one multiply-add is two FLOPs
 
-# --- opcode families (hlo-cost.md §3) -------------------------------------------------
+# --- opcode families (docs/hlo-cost.md §3) -------------------------------------------------
 
 # Bytes accessed 0 (and 0 FLOPs): pure bookkeeping, no data moves.
 ZERO_COST = frozenset(
@@ -196,7 +196,7 @@ def _log2_ceil(n: int) -> int:
 class GenericOpCosts:
     """The generic per-opcode rules, mixed into ``engine.ModuleCosts``."""
 
-    # --- handlers (hlo-cost.md §3) ---
+    # --- handlers (docs/hlo-cost.md §3) ---
 
     def _dot_cost(self, instr) -> CostSum:
         acc = self._default(instr)

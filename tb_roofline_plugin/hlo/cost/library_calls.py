@@ -11,7 +11,7 @@ from .costs import CostSum
 from .generic import conv_flops, dot_flops
 from .shapes import first_element, leaf_bytes, shape_bytes
 
-# --- GPU custom calls (hlo-cost.md §5) -----------------------------------------------
+# --- GPU custom calls (docs/hlo-cost.md §5) -----------------------------------------------
 
 # IsCublasGemm: legacy cuBLAS and cuBLASLt; ROCm (hipBLASLt) reuses these target names.
 GEMM_TARGETS = frozenset({"__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8"})
@@ -75,7 +75,7 @@ def fusion_backend_kind(instr: hlo_pb2.HloInstructionProto) -> str:
 class LibraryCallCosts:
     """The custom-call and Triton GEMM rules, mixed into ``engine.ModuleCosts``."""
 
-    # --- custom calls (hlo-cost.md §5) ---
+    # --- custom calls (docs/hlo-cost.md §5) ---
 
     def _custom_call_kind(self, instr) -> str | None:
         """ "gemm", "conv" or None (unknown) for a custom-call instruction."""

@@ -17,7 +17,7 @@ OPAQUE = _PT.Value("OPAQUE_TYPE")
 BUFFER = _PT.Value("BUFFER")
 INVALID = _PT.Value("PRIMITIVE_TYPE_INVALID")
 
-# Unpacked bytes per element (hlo-cost.md §2). Sub-byte types take 1 byte unless the
+# Unpacked bytes per element (docs/hlo-cost.md §2). Sub-byte types take 1 byte unless the
 # layout says they are packed (element_size_in_bits).
 _ELEMENT_BYTES: dict[int, int] = {
     _PT.Value(name): size
