@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint format protos bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/_wire.c
+$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/xspace/_wire.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -19,12 +19,16 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# `make test` (what CI runs, .ci/run) is `make lint`, then the whole test suite.
 test: lint
 	$(PY) -m pytest -q
 
+# Formatting and lint of the Python code and the frontend, the types, and the import
+# contract of pyproject.toml's [tool.importlinter] (layers).
 lint: $(VENV)/.installed node_modules/.installed
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	npx --no-install prettier --check frontend
 	npx --no-install eslint frontend
 

@@ -6,9 +6,11 @@ Everything else (metadata, dependencies, packages, entry points) is in pyproject
 from setuptools import Extension, setup
 
 setup(
-    # Without a compiler the install still works: event_table.py decodes with numpy and
+    # Without a compiler the install still works: xspace/event_table.py decodes with numpy and
     # protobuf instead (the same results, slower on big profiles).
     ext_modules=[
-        Extension("tb_roofline_plugin._wire", ["tb_roofline_plugin/_wire.c"], optional=True)
+        Extension(
+            "tb_roofline_plugin.xspace._wire", ["tb_roofline_plugin/xspace/_wire.c"], optional=True
+        )
     ],
 )

@@ -179,11 +179,11 @@ def run_atheris(minutes: float, seed: int) -> int:
         print("atheris is not installed: pip install atheris (or use --engine random)")
         return 2
     with atheris.instrument_imports():
-        import tb_roofline_plugin.analysis  # noqa: F401
-        import tb_roofline_plugin.datatable  # noqa: F401
-        import tb_roofline_plugin.export  # noqa: F401
-        import tb_roofline_plugin.profile_reader  # noqa: F401
-        import tb_roofline_plugin.roofline  # noqa: F401
+        import tb_roofline_plugin.platforms.analysis  # noqa: F401
+        import tb_roofline_plugin.render.datatable  # noqa: F401
+        import tb_roofline_plugin.render.export  # noqa: F401
+        import tb_roofline_plugin.roofline.model  # noqa: F401
+        import tb_roofline_plugin.xspace.profile_reader  # noqa: F401
     import fuzz_support as fs
 
     corpus = Path(tempfile.mkdtemp(prefix="fuzz_corpus_"))

@@ -3,7 +3,7 @@
     python benchmarks/load.py [--seconds 30] [--clients 50] [--max-requests N]
                               [--cache-mb 64] [--logdir DIR] [--port 0]
 
-Generates the demo logdir (``demo_data.write_demo_logdir``) in a temporary folder unless
+Generates the demo logdir (``demo.write_demo_logdir``) in a temporary folder unless
 ``--logdir`` is given, starts ``tensorboard --logdir DIR --host 127.0.0.1 --port FREE
 --roofline_cache_mb 64``, waits until it answers, learns the runs, hosts and steps through
 the API, then runs the clients (threads, urllib, no proxy) over mixed routes: runs, hosts,
@@ -48,7 +48,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 def write_logdir(logdir: str | os.PathLike) -> list[Path]:
     """The demo logdir: TPU training (two hosts, steps), TPU inference, GPU training, v4."""
-    from tb_roofline_plugin.demo_data import write_demo_logdir
+    from tb_roofline_plugin.demo import write_demo_logdir
 
     return write_demo_logdir(logdir)
 

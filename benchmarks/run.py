@@ -13,7 +13,7 @@ the HTTP routes use.
                              [--no-xprof] [--stages] [--timeout 1200] [--mem-cap-gb 16]
 
 Profiles of 500 MB and more are made by repeating the middle steps of a 40 MB one
-(``demo_data.write_large_profile``) and measured once each. XProf runs from
+(``tiling.write_large_profile``) and measured once each. XProf runs from
 benchmarks/.xprof-venv (created with `pip install xprof` when missing).
 """
 
@@ -49,9 +49,10 @@ XPROF = (
 # Our export in stages, in one process: seconds and peak RSS (MiB) after each, as JSON.
 STAGES = """
 import json, resource, sys, time
-from tb_roofline_plugin.analysis import analyze_profile, host_name
-from tb_roofline_plugin.export import render
-from tb_roofline_plugin.profile_reader import decode_profile, read_bytes
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.xspace.discovery import host_name
+from tb_roofline_plugin.render.export import render
+from tb_roofline_plugin.xspace.profile_reader import decode_profile, read_bytes
 
 path, out, last = sys.argv[1], {}, time.perf_counter()
 
@@ -157,13 +158,14 @@ def generated(out: Path, shape: str, megabytes: int, **extra) -> Path:
         size = megabytes * 1_000_000
         if megabytes >= LARGE_MB:  # one XSpace of this size would need ~10x in memory
             code = (
-                f"import sys; from tb_roofline_plugin.demo_data import {spec}, "
-                f"write_large_profile; write_large_profile(sys.argv[1], "
+                f"import sys; sys.path.insert(0, 'benchmarks'); from tiling import "
+                f"write_large_profile; from tb_roofline_plugin.demo import {spec}; "
+                f"write_large_profile(sys.argv[1], "
                 f"{spec}(host='bench'{args}), {size})"
             )
         else:
             code = (
-                f"import os, sys; from tb_roofline_plugin.demo_data import {spec}, {shape}_xspace, "
+                f"import os, sys; from tb_roofline_plugin.demo import {spec}, {shape}_xspace, "
                 f"write_profile; write_profile(sys.argv[1] + '.partial', {shape}_xspace({spec}("
                 f"target_bytes={size}, host='bench'{args}))); "
                 f"os.replace(sys.argv[1] + '.partial', sys.argv[1])"
@@ -255,7 +257,7 @@ def stages_table(inputs: list[Path], cap_gb: float, timeout: float) -> None:
 
 def warm_requests(path: Path) -> None:
     """Server time of warm data requests on a cached host (another step, format, compare)."""
-    from tb_roofline_plugin.service import RooflineService
+    from tb_roofline_plugin.serve.service import RooflineService
 
     with tempfile.TemporaryDirectory() as logdir:
         run = Path(logdir, "plugins", "profile", "r")

@@ -18,14 +18,14 @@ _PEAKS_HELP = (
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .analysis import analyze_files
-    from .export import render_pieces
-    from .sources import profile_files
+    from .platforms.analysis import analyze_files
+    from .render.export import render_pieces
+    from .xspace.sources import profile_files
 
     if args.dask or args.cache_dir:
         return _export_to_cache(args)
     files = profile_files(args.path, args.host)
-    from .selection import parse_step
+    from .ops.selection import parse_step
 
     step = parse_step(args.step)
     if step != "total" and args.format != "json":
@@ -37,9 +37,9 @@ def _export(args: argparse.Namespace) -> int:
 
 def _export_to_cache(args: argparse.Namespace) -> int:
     """Converts every host of PATH (a file, a run or a whole logdir) into --cache-dir."""
-    from .convert import convert_to_store
-    from .discovery import discover
-    from .sources import profile_files
+    from .serve.convert import convert_to_store
+    from .xspace.discovery import discover
+    from .xspace.sources import profile_files
 
     if not args.cache_dir:
         raise RooflineError("--dask needs --cache-dir DIR (outside the logdir)")
@@ -73,7 +73,7 @@ def _run_on_dask(scheduler: str, paths: list[str], cache_dir: str, peaks: str | 
         raise RooflineError(
             "--dask needs dask.distributed: pip install 'tb-roofline-plugin[dask]'"
         ) from None
-    from .convert import convert_to_store
+    from .serve.convert import convert_to_store
 
     cluster = None
     if scheduler == "local":
@@ -93,7 +93,7 @@ def _peaks(args: argparse.Namespace):
     """The PerfEnv of ``--peaks`` (a built-in device name or a JSON file), or None."""
     if not getattr(args, "peaks", None):
         return None
-    from .device_peaks import load_perf_env
+    from .peaks.devices import load_perf_env
 
     try:
         return load_perf_env(args.peaks)
@@ -103,7 +103,7 @@ def _peaks(args: argparse.Namespace):
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .device_peaks import calibrate, write_calibration
+    from .peaks.calibration import calibrate, write_calibration
 
     sizes = {"matrix_n": 512, "stream_mib": 128} if args.quick else {}
     result = calibrate(**sizes)
@@ -120,9 +120,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from .analysis import analyze_files
-    from .sources import profile_files
-    from .summary import summary_text
+    from .platforms.analysis import analyze_files
+    from .render.summary import summary_text
+    from .xspace.sources import profile_files
 
     files = profile_files(args.path, args.host)
     _write(summary_text(analyze_files(files, _peaks(args)), files, top=args.top), args.output)
@@ -130,10 +130,10 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .analysis import analyze_files
-    from .compare import Side, compare, compare_csv, compare_table, slower_by_pct
-    from .selection import parse_step, select
-    from .sources import profile_files
+    from .ops.selection import parse_step, select
+    from .platforms.analysis import analyze_files
+    from .roofline.compare import Side, compare, compare_csv, compare_table, slower_by_pct
+    from .xspace.sources import profile_files
 
     peaks = _peaks(args)
     sides = []
@@ -167,8 +167,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _demo(args: argparse.Namespace) -> int:
     """Writes a demo logdir (several runs, two hosts, steps) and serves it with TensorBoard."""
-    from .demo_data import write_demo_logdir
-    from .summary import demo_summary
+    from .demo.logdir import write_demo_logdir
+    from .render.summary import demo_summary
 
     paths = write_demo_logdir(args.logdir)
     print(f"wrote {len(paths)} demo profiles under {os.path.abspath(args.logdir)}")

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 
 class RooflineError(Exception):
-    """Base class: the message is one line, fit for stderr or an HTTP JSON body."""
+    """Base class: the message is one line, fit for stderr or an HTTP JSON body.
+
+    ``status`` is the HTTP status of a request that runs into it.
+    """
+
+    status = 422
 
 
 class ProfileError(RooflineError):
     """A profile file is missing, unreadable, corrupt, truncated, empty or not an XSpace."""
+
+    status = 422
 
     def __init__(self, path: object, problem: str):
         self.path = str(path)
@@ -21,4 +28,6 @@ class UnreadableProfile(ProfileError):
 
 
 class NotFound(RooflineError):
-    """An unknown run, host or step was asked for."""
+    """An unknown run, host, step or tag was asked for."""
+
+    status = 404

@@ -11,8 +11,8 @@ import pytest
 from conftest import run_cli
 from tiny_tpu import tiny_tpu
 
+from tb_roofline_plugin.demo.xspace_builder import plane
 from tb_roofline_plugin.protos import xplane_pb2
-from tb_roofline_plugin.xspace_builder import plane
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import json
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.compare import Side, compare
-from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace, write_profile
-from tb_roofline_plugin.selection import select
+from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
+from tb_roofline_plugin.ops.selection import select
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.roofline.compare import Side, compare
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_roofline_plugin.analysis import analyze_bytes
-from tb_roofline_plugin.cpu_executions import (
+from tb_roofline_plugin.demo import CpuSpec, cpu_xspace
+from tb_roofline_plugin.platforms.analysis import analyze_bytes
+from tb_roofline_plugin.platforms.cpu_executions import (
     HostMarks,
     claim_executions,
     fifo_schedule,
     group_executions,
     step_times,
 )
-from tb_roofline_plugin.demo_data import CpuSpec, cpu_xspace
 from tb_roofline_plugin.protos import xplane_pb2
 from tb_roofline_plugin.wording import named, numbered
 
@@ -169,7 +169,7 @@ def test_a_step_without_its_execution_is_incomplete_with_a_warning():
 
 
 def test_an_op_ends_at_the_first_end_event_of_its_flow_after_it_starts():
-    from tb_roofline_plugin.cpu import flight_ends
+    from tb_roofline_plugin.platforms.cpu import flight_ends
 
     begin = np.array([0, 100, 200, 300])
     end = np.array([10, 110, 250, 310])

@@ -9,11 +9,11 @@ import pytest
 from conftest import run_cli
 from jax_programs import PROGRAMS, record
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.roofline.model import build_database
 
-# hlo-cost.md §7: XLA's cost per jit_train_step call (= per step) of the shared profiles.
+# docs/hlo-cost.md §7: XLA's cost per jit_train_step call (= per step) of the shared profiles.
 SHARED_XLA = {
     "jax_matmul": (23_651_680_256, 289_407_008),
     "jax_mlp": (276_851_232, 17_546_368),
@@ -28,8 +28,8 @@ def _program_sums(step_db, module_name: str, modules_by_name: dict) -> tuple[flo
 
 
 def _modules_by_name(path) -> dict:
-    from tb_roofline_plugin.hlo_modules import program_modules
-    from tb_roofline_plugin.profile_reader import read_profile
+    from tb_roofline_plugin.hlo.modules import program_modules
+    from tb_roofline_plugin.xspace.profile_reader import read_profile
 
     modules, _ = program_modules(read_profile(path))
     return {m.name: pid for pid, m in modules.items()}
@@ -117,11 +117,15 @@ def test_shared_jax_cpu_profiles_per_step_costs(shared_data, name):
         assert ours_flops == pytest.approx(flops, rel=0.02)
         assert ours_bytes == pytest.approx(num_bytes, rel=0.10)
     database = build_database(stats)
-    average = next(r for r in database.roofline_model_record if r.record_type == rm.AVERAGE_STEP)
+    average = next(
+        r
+        for r in database.roofline_model_record
+        if r.record_type == roofline_model_pb2.AVERAGE_STEP
+    )
     per_step = [
         r
         for r in database.roofline_model_record
-        if r.record_type == rm.PER_STEP and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.PER_STEP and r.include_infeed_outfeed
     ]
     assert len(per_step) == 10
     assert average.total_time_in_us == pytest.approx(sum(r.total_time_in_us for r in per_step) / 10)

@@ -1,4 +1,4 @@
-"""The generated CPU profiles follow xspace.md §6 and §7 (JAX on XLA:CPU).
+"""The generated CPU profiles follow docs/xspace.md §6 and §7 (JAX on XLA:CPU).
 
 Profiles are written to disk and read back; stats are found by name. Op costs come from
 the project's own readers (``program_modules``, ``ModuleCosts``) and the whole profile is
@@ -12,11 +12,11 @@ from collections import defaultdict
 import pytest
 from xspace_stats import named_stats
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.demo_data import CpuSpec, cpu_xspace, write_profile
-from tb_roofline_plugin.hlo_modules import program_modules
-from tb_roofline_plugin.profile_reader import read_profile
+from tb_roofline_plugin.demo import CpuSpec, cpu_xspace, write_profile
+from tb_roofline_plugin.hlo.modules import program_modules
+from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.protos import xplane_pb2
+from tb_roofline_plugin.xspace.profile_reader import read_profile
 
 TRAIN, EVAL = 30, 34
 XLA_THREADS = ("tf_XLAPjRtCpuClient/", "tf_XLAEigen/")

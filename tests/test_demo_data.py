@@ -1,4 +1,4 @@
-"""The generated TPU profiles follow xspace.md: read back from disk, stats found by name."""
+"""The generated TPU profiles follow docs/xspace.md: read back from disk, stats found by name."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import pytest
 
-from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace, write_demo_logdir, write_profile
+from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_demo_logdir, write_profile
 from tb_roofline_plugin.protos import op_metrics_pb2, xplane_pb2
 
 HBM, CMEM, VMEM = 1, 2, 3

@@ -1,4 +1,4 @@
-"""The generated GPU profiles follow xspace.md §3, §5 and §7 and hlo-cost.md §1-2 and §4.
+"""The generated GPU profiles follow docs/xspace.md §3, §5 and §7 and docs/hlo-cost.md §1-2 and §4.
 
 Profiles are written to disk and read back; stats are found by name. The HLO modules are
 checked through the project's own readers (``program_modules``, ``ModuleCosts``) and the
@@ -13,19 +13,19 @@ import numpy as np
 import pytest
 from xspace_stats import named_stats
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.demo_data import (
+from tb_roofline_plugin.demo import (
     DEMO_RUNS,
     GpuSpec,
     gpu_xspace,
     write_demo_logdir,
     write_profile,
 )
-from tb_roofline_plugin.gpu import aggregate, assign_ops, read_kernels
-from tb_roofline_plugin.hlo_cost import shape_bytes
-from tb_roofline_plugin.hlo_modules import program_modules
-from tb_roofline_plugin.profile_reader import read_profile
+from tb_roofline_plugin.hlo.cost.engine import shape_bytes
+from tb_roofline_plugin.hlo.modules import program_modules
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.platforms.gpu import aggregate, assign_ops, read_kernels
 from tb_roofline_plugin.protos import hlo_pb2, xplane_pb2
+from tb_roofline_plugin.xspace.profile_reader import read_profile
 
 TRAIN, EVAL = 12, 13
 CAPABILITY_STATS = {

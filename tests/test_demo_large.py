@@ -4,22 +4,31 @@ valid XSpaces with steps, correlation ids and times that make sense."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from tb_roofline_plugin.analysis import analyze_bytes
-from tb_roofline_plugin.demo_data import (
-    CpuSpec,
-    GpuSpec,
-    TpuSpec,
-    cpu_xspace,
-    gpu_xspace,
-    tpu_xspace,
-    write_large_profile,
-    write_tiled_profile,
-)
+from tb_roofline_plugin.demo import CpuSpec, GpuSpec, TpuSpec, cpu_xspace, gpu_xspace, tpu_xspace
+from tb_roofline_plugin.platforms.analysis import analyze_bytes
 from tb_roofline_plugin.protos import xplane_pb2
+
+TILING = Path(__file__).resolve().parents[1] / "benchmarks" / "tiling.py"
+
+
+def _tiling():
+    """benchmarks/tiling.py, the only user of the tiler besides these tests."""
+    spec = importlib.util.spec_from_file_location("bench_tiling", TILING)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_tiling"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+tiling = _tiling()
+write_large_profile, write_tiled_profile = tiling.write_large_profile, tiling.write_tiled_profile
 
 SHAPES = {
     "gpu": (GpuSpec(steps=5, host="h"), gpu_xspace),

@@ -7,20 +7,11 @@ import json
 
 import pytest
 
-from tb_roofline_plugin.device_peaks import (
-    BUILTIN,
-    DTYPES,
-    GIB_PER_GB,
-    DevicePeaks,
-    calibrate,
-    gpu_dtype_tflops,
-    gpu_perf_env,
-    load_peaks,
-    lookup,
-    tpu_dtype_tflops,
-    write_calibration,
-)
-from tb_roofline_plugin.perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
+from tb_roofline_plugin.peaks.calibration import calibrate, write_calibration
+from tb_roofline_plugin.peaks.device_rules import gpu_dtype_tflops, gpu_perf_env, tpu_dtype_tflops
+from tb_roofline_plugin.peaks.devices import BUILTIN, DTYPES, DevicePeaks, load_peaks, lookup
+from tb_roofline_plugin.peaks.perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
+from tb_roofline_plugin.units import GIB_PER_GB
 
 MI300X_STATS = {
     "compute_cap_major": 9,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_roofline_plugin.discovery import discover, has_profiles
+from tb_roofline_plugin.xspace.discovery import discover, has_profiles
 
 
 def _touch(path, data=b"x"):
@@ -73,7 +73,7 @@ def test_remote_logdir_through_tensorboards_filesystem_layer():
     fsspec = pytest.importorskip("fsspec")
     from tiny_tpu import tiny_tpu
 
-    from tb_roofline_plugin.service import RooflineService
+    from tb_roofline_plugin.serve.service import RooflineService
 
     fs = fsspec.filesystem("memory")
     with fs.open("memory://tbr-logdir/exp/plugins/profile/r1/h.xplane.pb", "wb") as f:

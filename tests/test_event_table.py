@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_roofline_plugin import event_table
-from tb_roofline_plugin.event_table import INT, REF, STR, _decode_varints, _NotVarints, line_table
+from tb_roofline_plugin.demo.xspace_builder import U64, Ref, plane
 from tb_roofline_plugin.protos import xplane_lite_pb2, xplane_pb2
-from tb_roofline_plugin.xspace_builder import U64, Ref, plane
+from tb_roofline_plugin.xspace import event_table
+from tb_roofline_plugin.xspace.event_table import (
+    INT,
+    REF,
+    STR,
+    _decode_varints,
+    _NotVarints,
+    line_table,
+)
 
 
 def _lite_and_full(space_plane: xplane_pb2.XPlane):

@@ -28,8 +28,8 @@ from serving_support import (
     watch_opens,
 )
 
-from tb_roofline_plugin import profile_reader
-from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace
+from tb_roofline_plugin.demo import TpuSpec, tpu_xspace
+from tb_roofline_plugin.xspace import profile_reader
 
 REPO = Path(__file__).resolve().parents[1]
 GOOD, VICTIM = "good/r", "victim/r"

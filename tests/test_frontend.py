@@ -1,6 +1,6 @@
 """The roofline tab in a real browser, against a real ``tensorboard`` process.
 
-One TensorBoard serves a demo logdir (`demo_data.write_demo_logdir`), a tiny profile whose op
+One TensorBoard serves a demo logdir (`demo.write_demo_logdir`), a tiny profile whose op
 name is an HTML payload and, when the shared samples are there, `tpu_inference_2`. Chromium
 (Debian's, never downloaded) opens `/#roofline` and the tests work inside the plugin's iframe,
 comparing what the page shows with what the HTTP API returns. Every page is checked for
@@ -32,8 +32,8 @@ sync_api = pytest.importorskip(
 
 from tiny_tpu import CORE_EVENTS, OPS, US, tiny_tpu  # noqa: E402
 
-from tb_roofline_plugin import demo_data  # noqa: E402
-from tb_roofline_plugin.calibration import calibration_file  # noqa: E402
+from tb_roofline_plugin import demo  # noqa: E402
+from tb_roofline_plugin.serve.calibrator import calibration_file  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
@@ -57,7 +57,7 @@ G = 1e9
 
 
 def _write_logdir(logdir: Path) -> None:
-    demo_data.write_demo_logdir(logdir)
+    demo.write_demo_logdir(logdir)
     ops = dict(OPS)
     ops[XSS] = ("loop fusion", 3_000_000, 500_000, None)
     events = [[*CORE_EVENTS[0], (XSS, 13 * US, US)], CORE_EVENTS[1]]

@@ -13,11 +13,11 @@ from collections import Counter, defaultdict
 import pytest
 from xspace_stats import named_stats
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.demo_data import GpuSpec, gpu_xspace, write_demo_logdir, write_profile
-from tb_roofline_plugin.hlo_modules import program_modules
-from tb_roofline_plugin.profile_reader import read_profile
+from tb_roofline_plugin.demo import GpuSpec, gpu_xspace, write_demo_logdir, write_profile
+from tb_roofline_plugin.hlo.modules import program_modules
+from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.protos import hlo_pb2, xplane_pb2
+from tb_roofline_plugin.xspace.profile_reader import read_profile
 
 GPUS = 2
 TRAIN_CALL, EVAL_CALL = "call.20", "call.30"  # the command-buffer calls of the two programs

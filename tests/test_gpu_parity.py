@@ -14,8 +14,8 @@ import math
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin.hlo_modules import program_modules
-from tb_roofline_plugin.profile_reader import read_profile
+from tb_roofline_plugin.hlo.modules import program_modules
+from tb_roofline_plugin.xspace.profile_reader import read_profile
 
 SAMPLES = ("gemm", "attention", "elementwise")
 

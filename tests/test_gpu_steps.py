@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin.analysis import analyze_file, analyze_files
-from tb_roofline_plugin.demo_data import GpuSpec, gpu_xspace, write_profile
-from tb_roofline_plugin.gpu import GPU_STEPS_INFO
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
-from tb_roofline_plugin.selection import average_db
+from tb_roofline_plugin.demo import GpuSpec, gpu_xspace, write_profile
+from tb_roofline_plugin.ops.selection import average_db
+from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files
+from tb_roofline_plugin.platforms.gpu import GPU_STEPS_INFO
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.roofline.model import build_database
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +71,11 @@ def test_average_leaves_out_the_incomplete_step(run_dir):
         if r.include_infeed_outfeed
     ]
     # Single-host GPU: XProf's shape (no AVERAGE row), PER_STEP rows of complete steps, real values.
-    assert (rm.AVERAGE_STEP, 0) not in kinds
-    assert [n for t, n in kinds if t == rm.PER_STEP] == [0, 1, 2]
-    per_step = [r for r in database.roofline_model_record if r.record_type == rm.PER_STEP]
+    assert (roofline_model_pb2.AVERAGE_STEP, 0) not in kinds
+    assert [n for t, n in kinds if t == roofline_model_pb2.PER_STEP] == [0, 1, 2]
+    per_step = [
+        r for r in database.roofline_model_record if r.record_type == roofline_model_pb2.PER_STEP
+    ]
     assert all(r.measured_flop_rate > 0 and r.total_time_in_us > 0 for r in per_step)
     assert any("incomplete step" in w for w in database.diagnostics.warnings)
 
@@ -98,7 +100,7 @@ def test_two_hosts_combine_steps_and_get_a_real_average(run_dir):
     (average,) = [
         r
         for r in database.roofline_model_record
-        if r.record_type == rm.AVERAGE_STEP and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.AVERAGE_STEP and r.include_infeed_outfeed
     ]
     assert average.measured_flop_rate > 0  # XProf's multi-host GPU average is all zeros
 

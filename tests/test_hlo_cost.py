@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.message import Message
 
-from tb_roofline_plugin import profile_reader
-from tb_roofline_plugin.hlo_cost import (
+from tb_roofline_plugin.hlo.cost.engine import (
     InstructionCost,
     ModuleCosts,
     dtype_name,
@@ -26,6 +25,7 @@ from tb_roofline_plugin.hlo_cost import (
     shape_bytes,
 )
 from tb_roofline_plugin.protos import hlo_pb2
+from tb_roofline_plugin.xspace import profile_reader
 
 PT = hlo_pb2.PrimitiveType
 F32 = 4  # bytes per f32 element
@@ -184,7 +184,7 @@ def test_element_count_and_dtype_names():
     assert dtype_name(PT.Value("PRED")) == "pred"
 
 
-# --- generic rules (hlo-cost.md §3) ---------------------------------------------------------
+# --- generic rules (docs/hlo-cost.md §3) ---------------------------------------------------------
 
 
 def test_elementwise_add():
@@ -595,7 +595,7 @@ def test_fusion_tuple_parameter_and_large_constant():
     assert c.bytes_accessed == 512 + 64 + 512 + 512
 
 
-# --- GPU custom calls and Triton fusions (hlo-cost.md §5) ---------------------------------
+# --- GPU custom calls and Triton fusions (docs/hlo-cost.md §5) ---------------------------------
 
 
 def _gemm_config(lhs_contracting, rhs_contracting, lhs_batch=(), rhs_batch=()) -> bytes:

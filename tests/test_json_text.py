@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tb_roofline_plugin import json_text
-from tb_roofline_plugin.json_text import (
+from tb_roofline_plugin.render import json_text
+from tb_roofline_plugin.render.json_text import (
     dumps_with,
     float_columns_text,
     list_text,

@@ -21,19 +21,19 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug import wrappers
 
-from tb_roofline_plugin import calibration as calibration_module
-from tb_roofline_plugin.analysis import NO_PEAKS, analyze_file
-from tb_roofline_plugin.calibration import Calibrator, run_calibrate_process
-from tb_roofline_plugin.convert import convert_file
-from tb_roofline_plugin.demo_data import CpuSpec, cpu_xspace, write_profile
-from tb_roofline_plugin.device_peaks import load_peaks
-from tb_roofline_plugin.export import database_dict, device_summary
-from tb_roofline_plugin.peak_choice import builtin_choice, with_peaks
-from tb_roofline_plugin.plugin import CALIBRATE_HEADER, RooflinePlugin
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database, roofline_model
-from tb_roofline_plugin.service import RooflineService
-from tb_roofline_plugin.summary import readable_message, summary_text
+from tb_roofline_plugin.demo import CpuSpec, cpu_xspace, write_profile
+from tb_roofline_plugin.peaks.devices import load_peaks
+from tb_roofline_plugin.platforms.analysis import NO_PEAKS, analyze_file
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.render.export import database_dict, device_summary
+from tb_roofline_plugin.render.summary import readable_message, summary_text
+from tb_roofline_plugin.roofline.model import build_database, roofline_model
+from tb_roofline_plugin.serve import calibrator as calibration_module
+from tb_roofline_plugin.serve.calibrator import Calibrator, run_calibrate_process
+from tb_roofline_plugin.serve.convert import convert_file
+from tb_roofline_plugin.serve.peak_choice import builtin_choice, with_peaks
+from tb_roofline_plugin.serve.plugin import CALIBRATE_HEADER, RooflinePlugin
+from tb_roofline_plugin.serve.service import RooflineService
 
 BASE = "/data/plugin/roofline"
 TRANSFORMER = "jax_transformer/plugins/profile/2026_11_30_09_47_29"
@@ -109,7 +109,7 @@ def test_summary_without_peaks_places_ops_by_operational_intensity_in_dram(trans
     third = next(
         r
         for r in build_database(stats).roofline_model_record
-        if r.record_type == rm.ALL and r.rank == 3 and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.ALL and r.rank == 3 and r.include_infeed_outfeed
     )
     assert third.bottleneck_operational_intensity == 0 and third.operational_intensity > 0
     rank3 = next(line for line in lines if line.startswith("3 ")).split()
@@ -136,7 +136,7 @@ def test_summary_of_many_steps_shows_the_slowest_and_says_how_many(tmp_path):
     programs = [
         r
         for r in build_database(stats).roofline_model_record
-        if r.record_type == rm.PER_STEP and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.PER_STEP and r.include_infeed_outfeed
     ]
     slowest = sorted(programs, key=lambda r: -r.total_time_in_us)[:10]
     shown = [int(line.split()[1]) for line in step_lines]
@@ -161,7 +161,7 @@ def test_long_lists_are_summarised_never_written_out():
 
 
 def test_summary_messages_are_bounded():
-    from tb_roofline_plugin.summary import _messages
+    from tb_roofline_plugin.render.summary import _messages
 
     many = [f"note {i}: " + ", ".join(map(str, range(2000))) for i in range(30)]
     out = _messages("WARNING", many)

@@ -6,9 +6,9 @@ import json
 
 from conftest import run_cli
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.export import render
-from tb_roofline_plugin.perf_env import PerfEnv
+from tb_roofline_plugin.peaks.perf_env import PerfEnv
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.render.export import render
 
 
 def _above_roof_by_hand(records: list[dict], peak_gflops: float, peak_gibps: float) -> set:

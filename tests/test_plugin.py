@@ -15,9 +15,9 @@ from tiny_tpu import tiny_tpu
 from werkzeug import test as wtest
 from werkzeug import wrappers
 
-from tb_roofline_plugin.demo_data import TpuSpec, tpu_xspace
-from tb_roofline_plugin.plugin import RooflinePlugin
-from tb_roofline_plugin.service import RooflineService
+from tb_roofline_plugin.demo import TpuSpec, tpu_xspace
+from tb_roofline_plugin.serve.plugin import RooflinePlugin
+from tb_roofline_plugin.serve.service import RooflineService
 
 BASE = "/data/plugin/roofline"
 

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.protos import hlo_pb2, xplane_pb2
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import build_database
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.protos import hlo_pb2, roofline_model_pb2, xplane_pb2
+from tb_roofline_plugin.roofline.model import build_database
 
 RECORDINGS = {
     "jax_mlp": ("jax-cpu/jax_mlp", 10),
@@ -104,7 +103,7 @@ def test_each_op_time_is_its_start_to_end_span(shared_data, name):
     ours = {
         (int(r.hlo_module_id), r.hlo_name): r.total_time_in_us
         for r in database.roofline_model_record
-        if r.record_type == rm.ALL and r.rank > 0 and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.ALL and r.rank > 0 and r.include_infeed_outfeed
     }
     assert sorted(ours) == sorted(expected)
     for key in expected:
@@ -133,7 +132,7 @@ def test_every_step_holds_one_execution_of_its_program(shared_data, name):
     per_step = [
         r
         for r in database.roofline_model_record
-        if r.record_type == rm.PER_STEP and r.include_infeed_outfeed and r.rank == 0
+        if r.record_type == roofline_model_pb2.PER_STEP and r.include_infeed_outfeed and r.rank == 0
     ]
     assert len(per_step) == RECORDINGS[name][1]
     for record in per_step:
@@ -147,7 +146,9 @@ def test_async_dot_is_timed_to_its_end_event_not_its_dispatch(shared_data):
     (record,) = [
         r
         for r in database.roofline_model_record
-        if r.record_type == rm.ALL and r.hlo_name == "MatMul_1.6" and r.include_infeed_outfeed
+        if r.record_type == roofline_model_pb2.ALL
+        and r.hlo_name == "MatMul_1.6"
+        and r.include_infeed_outfeed
     ]
     assert record.occurrences == 5
     assert record.total_time_in_us == pytest.approx(21_942.1, abs=0.1)
@@ -175,12 +176,14 @@ def test_tensorflow_without_xla_has_five_steps_and_says_why_nothing_is_costed(sh
     (info,) = [m for m in stats.diagnostics.info if "no XLA programs" in m]
     assert "jit_compile=True" in info
     database = build_database(stats)
-    per_step = [r for r in database.roofline_model_record if r.record_type == rm.PER_STEP]
+    per_step = [
+        r for r in database.roofline_model_record if r.record_type == roofline_model_pb2.PER_STEP
+    ]
     assert len(per_step) == 10 and all(r.flops == 0 for r in per_step)
 
 
 def test_nested_step_roots_are_not_steps_of_their_own():
-    from tb_roofline_plugin.host_steps import number_steps
+    from tb_roofline_plugin.platforms.host_steps import number_steps
 
     # TensorFlow's FunctionRun roots (_r=1) inside its train roots.
     roots = [(0.0, 0, 100), (-1.0, 10, 20), (1.0, 120, 200), (-1.0, 130, 140)]

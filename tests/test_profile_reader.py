@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tb_roofline_plugin import profile_reader as reader
 from tb_roofline_plugin.errors import ProfileError
 from tb_roofline_plugin.protos import xplane_pb2
+from tb_roofline_plugin.xspace import profile_reader as reader
 
 
 def _plane_with_stats() -> xplane_pb2.XPlane:

@@ -22,17 +22,18 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tiny_tpu import OPS, PEAKS, tiny_tpu
 
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.compare import Side, compare
-from tb_roofline_plugin.datatable import to_csv, to_datatable
-from tb_roofline_plugin.export import selection_database, to_json
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns, with_idle
-from tb_roofline_plugin.op_stats import OpStats, StepInfo
-from tb_roofline_plugin.perf_env import PerfEnv, RunEnvironment
-from tb_roofline_plugin.profile_reader import decode_profile
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import DatabasePeaks, build_database, record_metrics
-from tb_roofline_plugin.selection import AVERAGE, TOTAL, average_db, select
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns, with_idle
+from tb_roofline_plugin.ops.op_stats import OpStats, StepInfo
+from tb_roofline_plugin.ops.selection import AVERAGE, TOTAL, average_db, select
+from tb_roofline_plugin.peaks.perf_env import PerfEnv, RunEnvironment
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.render.datatable import to_csv, to_datatable
+from tb_roofline_plugin.render.export import selection_database, to_json
+from tb_roofline_plugin.roofline.compare import Side, compare
+from tb_roofline_plugin.roofline.formulas import DatabasePeaks, record_metrics
+from tb_roofline_plugin.roofline.model import build_database
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824
 US = 1_000_000
@@ -280,7 +281,7 @@ def _program(database, record_type: int, step: int = 0):
         r
         for r in database.roofline_model_record
         if r.record_type == record_type and r.rank == 0 and r.include_infeed_outfeed
-        if record_type != rm.PER_STEP or r.step_num == step
+        if record_type != roofline_model_pb2.PER_STEP or r.step_num == step
     )
 
 
@@ -309,8 +310,8 @@ def test_per_step_sums_equal_the_totals(timeline):
         np.testing.assert_allclose(avg.flops[i] * n, total.flops[j], rtol=1e-12)
         assert abs(avg.time_ps[i] * n - total.time_ps[j]) <= n  # rounded to whole ps
     database = build_database(stats)
-    per_step = [_program(database, rm.PER_STEP, s.step_num) for s in stats.steps]
-    average = _program(database, rm.AVERAGE_STEP)
+    per_step = [_program(database, roofline_model_pb2.PER_STEP, s.step_num) for s in stats.steps]
+    average = _program(database, roofline_model_pb2.AVERAGE_STEP)
     assert average.total_time_in_us * n == pytest.approx(
         sum(r.total_time_in_us for r in per_step), rel=1e-12
     )
@@ -329,15 +330,15 @@ def test_a_cut_first_step_is_left_out_of_the_average(timeline):
     if not complete:  # only the cut step: XProf averages it anyway, with a warning
         assert any("Incomplete step" in w for w in database.diagnostics.warnings)
         return
-    per_step = [_program(database, rm.PER_STEP, s.step_num) for s in complete]
-    average = _program(database, rm.AVERAGE_STEP)
+    per_step = [_program(database, roofline_model_pb2.PER_STEP, s.step_num) for s in complete]
+    average = _program(database, roofline_model_pb2.AVERAGE_STEP)
     assert average.total_time_in_us * len(complete) == pytest.approx(
         sum(r.total_time_in_us for r in per_step), rel=1e-12
     )
     assert not [
         r
         for r in database.roofline_model_record
-        if r.record_type == rm.PER_STEP and r.step_num == stats.steps[0].step_num
+        if r.record_type == roofline_model_pb2.PER_STEP and r.step_num == stats.steps[0].step_num
     ]
 
 

@@ -77,9 +77,9 @@ def test_xspace_wire_fields():
 def test_our_json_mapping_equals_protobufs(shared_data):
     from google.protobuf import json_format
 
-    from tb_roofline_plugin.analysis import analyze_file
-    from tb_roofline_plugin.export import message_to_dict
-    from tb_roofline_plugin.roofline import build_database
+    from tb_roofline_plugin.platforms.analysis import analyze_file
+    from tb_roofline_plugin.render.export import message_to_dict
+    from tb_roofline_plugin.roofline.model import build_database
 
     for path in (
         shared_data / "xprof" / "tpu_inference_2.xplane.pb",

@@ -9,34 +9,33 @@ import numpy as np
 import pytest
 from tiny_tpu import tiny_tpu
 
-from tb_roofline_plugin import datatable as datatable_module
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.datatable import csv_text, datatable_text, to_csv, to_datatable
-from tb_roofline_plugin.export import (
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns
+from tb_roofline_plugin.ops.selection import select
+from tb_roofline_plugin.peaks.perf_env import PerfEnv
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.render import datatable as datatable_module
+from tb_roofline_plugin.render.datatable import csv_text, datatable_text, to_csv, to_datatable
+from tb_roofline_plugin.render.export import (
+    complete_json_text,
     database_dict,
-    json_text,
     message_to_dict,
     op_details,
     record_dicts,
     selection_model,
     to_json,
 )
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns
-from tb_roofline_plugin.perf_env import PerfEnv
-from tb_roofline_plugin.profile_reader import decode_profile
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import (
+from tb_roofline_plugin.roofline.formulas import DatabasePeaks
+from tb_roofline_plugin.roofline.model import RooflineModel, roofline_model
+from tb_roofline_plugin.roofline.records import (
     UINT64_MAX,
-    DatabasePeaks,
     RecordSet,
-    RooflineModel,
     _category_mask,
     op_records,
     program_records,
-    roofline_model,
     uint64_costs,
 )
-from tb_roofline_plugin.selection import select
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 ENV = PerfEnv(peak_tera_flops_per_second=1.0, peak_bws_gbps=[1.0, 0, 0, 0, 0, 0, 0])
 PEAKS = DatabasePeaks.from_env(ENV, "TPU")
@@ -76,7 +75,9 @@ def test_uint64_costs_truncate_zero_the_unusable_and_saturate():
 
 
 def test_op_record_columns_are_ranked_by_self_time_with_uint64_costs():
-    records = op_records(_ops(), PEAKS, 1, include=True, record_type=rm.PER_STEP, step_num=4)
+    records = op_records(
+        _ops(), PEAKS, 1, include=True, record_type=roofline_model_pb2.PER_STEP, step_num=4
+    )
     assert records["hlo_name"].tolist() == ["conv", "infeed.1", "fusion"]
     assert records["rank"].tolist() == [1, 2, 3]
     assert records["step_num"].tolist() == [4, 4, 4]
@@ -95,7 +96,9 @@ def test_op_record_columns_are_ranked_by_self_time_with_uint64_costs():
 
 
 def test_record_columns_equal_the_fields_of_their_messages():
-    records = op_records(_ops(), PEAKS, 2, include=True, record_type=rm.PER_STEP, step_num=4)
+    records = op_records(
+        _ops(), PEAKS, 2, include=True, record_type=roofline_model_pb2.PER_STEP, step_num=4
+    )
     messages = records.to_messages()
     for name, values in records.columns.items():
         if name.startswith("source_") or name == "has_source_info":
@@ -115,7 +118,13 @@ def test_record_columns_equal_the_fields_of_their_messages():
 def test_program_records_rank_zero_and_step_num_only_per_step():
     ops = _ops()
     records = program_records(
-        [ops, ops], PEAKS, 1, True, [rm.AVERAGE_STEP, rm.PER_STEP], [7, 9], [2, 1]
+        [ops, ops],
+        PEAKS,
+        1,
+        True,
+        [roofline_model_pb2.AVERAGE_STEP, roofline_model_pb2.PER_STEP],
+        [7, 9],
+        [2, 1],
     )
     assert records["hlo_name"].tolist() == ["Program", "Program"]
     assert records["rank"].tolist() == [0, 0]
@@ -130,8 +139,8 @@ def test_program_records_rank_zero_and_step_num_only_per_step():
 def test_record_dicts_are_message_to_dict_of_the_messages():
     records = RecordSet.concat(
         [
-            program_records([_ops()], PEAKS, 1, True, [rm.PER_STEP], [3], [1]),
-            op_records(_ops(), PEAKS, 1, True, rm.PER_STEP, 3),
+            program_records([_ops()], PEAKS, 1, True, [roofline_model_pb2.PER_STEP], [3], [1]),
+            op_records(_ops(), PEAKS, 1, True, roofline_model_pb2.PER_STEP, 3),
             op_records(_ops(), PEAKS, 1, False),
         ]
     )
@@ -174,7 +183,7 @@ def test_column_wise_texts_equal_json_dumps_of_the_dict_forms(tiny_stats):
     selection = select(tiny_stats, "total")
     for indent in (None, 1):
         expected = json.dumps(to_json(database, tiny_stats, ["a.pb"], selection), indent=indent)
-        assert json_text(model, tiny_stats, ["a.pb"], selection, indent) == expected
+        assert complete_json_text(model, tiny_stats, ["a.pb"], selection, indent) == expected
 
 
 @pytest.mark.parametrize("rows_per_piece", [1, 7])

@@ -13,30 +13,34 @@ import numpy as np
 import pytest
 from tiny_tpu import CORE_EVENTS, OPS, PEAKS, US, tiny_tpu
 
-from tb_roofline_plugin.analysis import analyze_profile
-from tb_roofline_plugin.datatable import properties
-from tb_roofline_plugin.op_metrics import OpMetricsDb, empty_columns, self_times
-from tb_roofline_plugin.perf_env import PerfEnv
-from tb_roofline_plugin.profile_reader import decode_profile
-from tb_roofline_plugin.protos import roofline_model_pb2 as rm
-from tb_roofline_plugin.roofline import (
+from tb_roofline_plugin.ops.op_metrics import OpMetricsDb, empty_columns, self_times
+from tb_roofline_plugin.peaks.perf_env import PerfEnv
+from tb_roofline_plugin.platforms.analysis import analyze_profile
+from tb_roofline_plugin.protos import roofline_model_pb2
+from tb_roofline_plugin.render.datatable import properties
+from tb_roofline_plugin.roofline.formulas import (
     DatabasePeaks,
-    build_database,
     record_metrics,
     ridge_point,
     safe_divide,
 )
+from tb_roofline_plugin.roofline.model import build_database
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 GIB = 1.073741824
 
 
-def _database(space) -> rm.RooflineModelDatabase:
+def _database(space) -> roofline_model_pb2.RooflineModelDatabase:
     return build_database(analyze_profile(decode_profile(space.SerializeToString()), "tiny"))
 
 
-def _records(database, include=True, record_type=rm.ALL) -> dict[str, rm.RooflineModelRecord]:
+def _records(
+    database, include=True, record_type=roofline_model_pb2.ALL
+) -> dict[str, roofline_model_pb2.RooflineModelRecord]:
     return {
-        r.hlo_name if r.record_type == rm.ALL else f"{r.record_type}:{r.step_num}": r
+        r.hlo_name
+        if r.record_type == roofline_model_pb2.ALL
+        else f"{r.record_type}:{r.step_num}": r
         for r in database.roofline_model_record
         if r.include_infeed_outfeed == include and r.record_type == record_type
     }
@@ -250,7 +254,7 @@ def test_safe_divide_is_zero_for_tiny_denominators():
 
 
 def test_no_steps_gives_zero_average_and_a_warning(database):
-    average = _records(database, record_type=rm.AVERAGE_STEP)
+    average = _records(database, record_type=roofline_model_pb2.AVERAGE_STEP)
     (record,) = average.values()
     assert record.total_time_in_us == 0.0 and record.bound_by == "Unknown"
     assert database.diagnostics.warnings[0].startswith("No step marker observed")
@@ -264,12 +268,12 @@ def test_steps_per_step_and_average_with_an_incomplete_first_step():
     ]
     steps = [[(0, 0, 2 * US), (1, 2 * US, 5 * US), (2, 5 * US, 8 * US)]] * 2
     database = _database(tiny_tpu(core_events=events, steps=steps))
-    per_step = _records(database, record_type=rm.PER_STEP)
+    per_step = _records(database, record_type=roofline_model_pb2.PER_STEP)
     assert sorted(per_step) == ["3:1", "3:2"]  # the cut step 0 is left out
     step1 = per_step["3:1"]
     assert step1.total_time_in_us == 6.0  # 3 µs per core, 2 cores
     assert step1.flops_v2 == 1_000_000 + 50_000_000  # fusion.1 on core 0, conv on core 1
-    (average,) = _records(database, record_type=rm.AVERAGE_STEP).values()
+    (average,) = _records(database, record_type=roofline_model_pb2.AVERAGE_STEP).values()
     assert average.total_time_in_us == 6.0  # (6 + 6) / 2 steps
     assert average.avg_time_in_us == 12.0  # XProf does not divide avg_time
     assert average.flops_v2 == 51_000_000 + 100_000_000
@@ -280,7 +284,7 @@ def test_steps_per_step_and_average_with_an_incomplete_first_step():
 def test_only_incomplete_steps_are_used_with_xprofs_warning():
     events = [[("conv", 0, US), ("conv", 3 * US, US)]]
     database = _database(tiny_tpu(core_events=events, steps=[[(4, 0, 2 * US)]]))
-    assert sorted(_records(database, record_type=rm.PER_STEP)) == ["3:4"]
+    assert sorted(_records(database, record_type=roofline_model_pb2.PER_STEP)) == ["3:4"]
     assert database.diagnostics.warnings[0].startswith("Incomplete step observed")
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin import convert, stats_store
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.demo_data import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace, write_profile
-from tb_roofline_plugin.export import render
-from tb_roofline_plugin.service import RooflineService
+from tb_roofline_plugin.demo import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace, write_profile
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.render.export import render
+from tb_roofline_plugin.serve import convert, stats_store
+from tb_roofline_plugin.serve.service import RooflineService
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_parallel_workers_give_the_serial_result(logdir):
 
 def test_dask_local_cluster_export_equals_in_process(logdir, tmp_path, monkeypatch):
     pytest.importorskip("dask.distributed")
-    import tb_roofline_plugin.service as service_module
+    import tb_roofline_plugin.serve.service as service_module
 
     cache = tmp_path / "cache"
     proc = run_cli("export", logdir, "--dask", "local", "--cache-dir", cache, check=True)

@@ -26,7 +26,7 @@ import pytest
 from serving_support import BASE, Served, assert_error, tree
 from tiny_tpu import CORE_EVENTS, OPS, tiny_tpu
 
-from tb_roofline_plugin import plugin as plugin_module
+from tb_roofline_plugin.serve import plugin as plugin_module
 
 REPO = Path(__file__).resolve().parents[1]
 RUN_HTML = "<img src=x onerror=alert(1)>"
@@ -223,6 +223,7 @@ def test_query_value_limits(served, value, status, words):
         "x/../index.js",
         "plotly.min.js/../../setup.py",
         "../../tb_roofline_plugin/plugin.py",
+        "../../tb_roofline_plugin/serve/plugin.py",
         "a" * 300 + ".js",
         "index.py",
         "http_api.md",

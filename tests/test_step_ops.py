@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_roofline_plugin import stats_store
-from tb_roofline_plugin import step_ops as step_ops_module
-from tb_roofline_plugin.event_table import StringCodes, first_seen_codes
-from tb_roofline_plugin.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
-from tb_roofline_plugin.op_stats import OpStats, StepInfo, step_nbytes, sum_steps, table_steps
-from tb_roofline_plugin.perf_env import PerfEnv, RunEnvironment
-from tb_roofline_plugin.roofline import db_segments, program_db, step_segments
-from tb_roofline_plugin.step_ops import cells, step_ops
+from tb_roofline_plugin.ops import step_ops as step_ops_module
+from tb_roofline_plugin.ops.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
+from tb_roofline_plugin.ops.op_stats import OpStats, StepInfo, step_nbytes, sum_steps, table_steps
+from tb_roofline_plugin.ops.step_ops import cells, step_ops
+from tb_roofline_plugin.peaks.perf_env import PerfEnv, RunEnvironment
+from tb_roofline_plugin.roofline.records import db_segments, program_db, step_segments
+from tb_roofline_plugin.serve import stats_store
+from tb_roofline_plugin.xspace.event_table import StringCodes, first_seen_codes
 
 
 def _table():
@@ -163,10 +163,10 @@ def test_cells_of_parts_sum_like_cells_of_all_events(monkeypatch, dense):
 
 
 def test_an_owned_profile_lets_its_lines_go_once_read_and_gives_the_same_roofline(tmp_path):
-    from tb_roofline_plugin.analysis import analyze_bytes, analyze_file
-    from tb_roofline_plugin.demo_data import GpuSpec, gpu_xspace
-    from tb_roofline_plugin.profile_reader import read_profile
-    from tb_roofline_plugin.roofline import build_database
+    from tb_roofline_plugin.demo import GpuSpec, gpu_xspace
+    from tb_roofline_plugin.platforms.analysis import analyze_bytes, analyze_file
+    from tb_roofline_plugin.roofline.model import build_database
+    from tb_roofline_plugin.xspace.profile_reader import read_profile
 
     path = tmp_path / "host.xplane.pb"
     path.write_bytes(gpu_xspace(GpuSpec(steps=3)).SerializeToString())

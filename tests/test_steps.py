@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from tb_roofline_plugin.analysis import analyze_file
-from tb_roofline_plugin.cpu import read_host_events
-from tb_roofline_plugin.profile_reader import HOST_PLANE, read_profile
-from tb_roofline_plugin.selection import average_db, select
+from tb_roofline_plugin.ops.selection import average_db, select
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.platforms.cpu import read_host_events
+from tb_roofline_plugin.xspace.profile_reader import HOST_PLANE, read_profile
 
 NAMES = ("jax_matmul", "jax_mlp", "jax_transformer")
 

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from tb_roofline_plugin import event_table
-from tb_roofline_plugin.analysis import analyze_bytes
-from tb_roofline_plugin.demo_data import CpuSpec, cpu_xspace
+from tb_roofline_plugin.demo import CpuSpec, cpu_xspace
 from tb_roofline_plugin.errors import ProfileError
-from tb_roofline_plugin.event_table import BYTES, DOUBLE, INT, REF, STR, line_table
-from tb_roofline_plugin.profile_reader import decode_profile
+from tb_roofline_plugin.platforms.analysis import analyze_bytes
 from tb_roofline_plugin.protos import xplane_lite_pb2, xplane_pb2
+from tb_roofline_plugin.xspace import event_table
+from tb_roofline_plugin.xspace.event_table import BYTES, DOUBLE, INT, REF, STR, line_table
+from tb_roofline_plugin.xspace.profile_reader import decode_profile
 
 compiled = pytest.mark.skipif(
     event_table._wire is None,

@@ -8,7 +8,7 @@ import math
 
 from conftest import run_cli
 
-from tb_roofline_plugin.datatable import columns
+from tb_roofline_plugin.render.datatable import columns
 
 
 def _assert_tables_equal(ours: list, ref: list) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tb_roofline_plugin.demo.xspace_builder import U64, memory_breakdown, plane
 from tb_roofline_plugin.protos import xplane_pb2
-from tb_roofline_plugin.xspace_builder import U64, memory_breakdown, plane
 
 READ, WRITE = 1, 2
 HBM, CMEM, VMEM = 1, 2, 3

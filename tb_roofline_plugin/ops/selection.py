@@ -1,0 +1,82 @@
+"""Choosing what to look at: the whole profile, the average complete step, or one step.
+
+A selection resolves to one OpMetricsDb and the record type it is reported as; the
+average step divides every additive column of the complete steps' sum by their count,
+so its op records are per-step values (XProf divides only the Program's total times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import NotFound, RooflineError
+from ..protos import roofline_model_pb2
+from .op_metrics import OpMetricsDb
+from .op_stats import OpStats, sum_steps
+
+TOTAL = "total"
+AVERAGE = "average"
+
+_DIVIDED = (
+    "time_ps",
+    "self_time_ps",
+    "flops",
+    "model_flops",
+    "bytes_accessed",
+    "breakdown",
+    "dma_stall_ps",
+    "normalized_time_ps",
+)
+
+
+class BadStep(RooflineError):
+    """A step value that is neither total, average nor a step number."""
+
+
+@dataclass
+class Selection:
+    label: str  # "total", "average" or the step number as text
+    db: OpMetricsDb
+    record_type: int
+    step_num: int = 0
+    steps_in_selection: int = 1  # steps a total spans (for per-step comparisons)
+
+
+def parse_step(value: str | None) -> str | int:
+    """``total`` (default), ``average`` or a step number."""
+    text = (value or TOTAL).strip().lower()
+    if text in (TOTAL, AVERAGE):
+        return text
+    if text.isascii() and text.isdigit():
+        return int(text)
+    raise BadStep(f"step must be 'total', 'average' or a step number, not {value!r}")
+
+
+def average_db(stats: OpStats) -> OpMetricsDb:
+    steps = stats.complete_steps
+    if not steps:
+        raise NotFound("no complete steps to average (the profile has no step markers)")
+    total = sum_steps(steps)
+    n = len(steps)
+    cols = {k: getattr(total, k) / n for k in _DIVIDED}
+    cols["time_ps"] = np.rint(cols["time_ps"]).astype(np.int64)
+    cols["self_time_ps"] = np.rint(cols["self_time_ps"]).astype(np.int64)
+    cols["occurrences"] = np.rint(total.occurrences / n).astype(np.int64)
+    return replace(total, **cols, total_time_ps=int(round(total.total_time_ps / n)))
+
+
+def select(stats: OpStats, step: str | int) -> Selection:
+    if step == TOTAL:
+        complete = len(stats.complete_steps)
+        return Selection(
+            TOTAL, stats.all_db, roofline_model_pb2.ALL, steps_in_selection=max(complete, 1)
+        )
+    if step == AVERAGE:
+        return Selection(AVERAGE, average_db(stats), roofline_model_pb2.AVERAGE_STEP)
+    for info in stats.steps:
+        if info.step_num == step:
+            return Selection(str(step), info.db, roofline_model_pb2.PER_STEP, step_num=step)
+    known = ", ".join(str(s.step_num) for s in stats.steps) or "none"
+    raise NotFound(f"no step {step} in this profile (steps: {known})")

@@ -1,0 +1,318 @@
+"""CPU op metrics (JAX and TensorFlow XLA:CPU) from ``/host:CPU`` op events and the HLO cost model.
+
+XLA:CPU op events run on host threads with ``hlo_op``/``program_id`` stats; ops of one
+step can run concurrently on several threads, so the Program time is wall time (the
+span of the ops, or of a step), never a sum of op times. Steps are host step roots
+(``_r`` stat, e.g. ``jax.profiler.StepTraceAnnotation``); an op belongs to the step
+whose span contains its start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hlo.cost.engine import ModuleCosts
+from ..ops.op_metrics import (
+    HBM,
+    READ,
+    WRITE,
+    OpMetricsDb,
+    empty_columns,
+    nested_in_earlier,
+    self_times,
+    with_idle,
+)
+from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.step_ops import StepOps, cells, step_ops
+from ..peaks.perf_env import PerfEnv, RunEnvironment
+from ..wording import numbered
+from ..xspace.event_table import StringCodes, first_seen_codes, line_tables, may_have_stats
+from ..xspace.profile_reader import HOST_PLANE, Plane, Profile, stat_ids, stat_names
+from .cpu_executions import (
+    EXECUTE_EVENTS,
+    SCHEDULE_EVENT,
+    HostMarks,
+    claim_executions,
+    group_executions,
+    step_times,
+)
+from .host_steps import number_steps, step_roots
+
+CPU_DEVICE_TYPE = "CPU"
+_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c")
+END_PREFIX = "end: "  # an XLA:CPU op's end event, linked to the op by its flow id
+_NO_I64 = np.zeros(0, np.int64)
+
+
+@dataclass
+class HostEvents:
+    """XLA op events, step roots and execution marks of the host plane (absolute ps).
+
+    An op event's end is when the op finished: the end of its flow-linked ``end: <op>``
+    event when that is later (XLA:CPU's asynchronous thunks), else the event's own end.
+    """
+
+    op_begin: np.ndarray
+    op_end: np.ndarray
+    op_self: np.ndarray
+    op: np.ndarray  # int64 per event: its op, numbered in order of first appearance
+    op_keys: list[tuple[int, str]]  # (program id, instruction name) of each op
+    steps: list[tuple[int, int, int]]  # (step number, begin, end)
+    op_program: np.ndarray = field(default_factory=lambda: _NO_I64)  # program id code
+    op_run: np.ndarray = field(default_factory=lambda: _NO_I64)  # run_id stat (0: absent)
+    op_has_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    marks: HostMarks = field(default_factory=lambda: HostMarks(_NO_I64, _NO_I64, _NO_I64))
+
+
+def _metadata_ids(plane, wanted) -> np.ndarray:
+    """Event metadata ids whose name satisfies ``wanted(name)``."""
+    ids = [key for key, meta in plane.event_metadata.items() if wanted(meta.name)]
+    return np.asarray(ids, np.int64)
+
+
+def flight_ends(
+    begin: np.ndarray,
+    end: np.ndarray,
+    flow: np.ndarray,
+    has_flow: np.ndarray,
+    flow_ids: np.ndarray,
+    flow_end: np.ndarray,
+) -> np.ndarray:
+    """Each op's end: the later of its own and that of its ``end:`` event, the first end
+    event of the op's flow id at or after the op's start (ids may repeat in a long trace)."""
+    ops = np.flatnonzero(has_flow)
+    ids = np.concatenate([flow[ops], flow_ids])
+    times = np.concatenate([begin[ops], flow_end])
+    is_end = np.arange(len(ids)) >= len(ops)
+    order = np.lexsort((is_end, times, ids))
+    positions = np.where(is_end[order], np.arange(len(order)), len(order))
+    next_end = np.minimum.accumulate(positions[::-1])[::-1]  # first end at or after
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    found = next_end[rank[: len(ops)]]
+    linked = found < len(order)
+    found = np.minimum(found, len(order) - 1)
+    linked &= ids[order][found] == flow[ops]
+    out = end.copy()
+    linked_ops = ops[linked]
+    out[linked_ops] = np.maximum(end[linked_ops], times[order][found[linked]])
+    return out
+
+
+def read_host_events(plane: Plane) -> HostEvents:
+    begins, ends, flows, has_flows, lengths = [], [], [], [], []
+    programs, runs, has_runs, roots = [], [], [], []
+    flow_ids, flow_end, execute, schedule = [], [], [], []
+    hlo_ops = StringCodes()
+    ids = stat_ids(plane, _OP_STATS)
+    stat_name = stat_names(plane)
+    end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
+    execute_meta = _metadata_ids(plane, lambda name: name in EXECUTE_EVENTS)
+    schedule_meta = _metadata_ids(plane, lambda name: name == SCHEDULE_EVENT)
+    wanted = [ids.get("_r"), ids.get("hlo_op"), ids.get("_c")]
+    wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
+    for line in plane.lines:
+        if not may_have_stats(line, wanted):
+            continue  # threads without XLA ops, their ends, step roots or executions
+        # The whole line at once (ops nest), with only the stats read here.
+        (table,) = line_tables(line, [ids.get(name) for name in _OP_STATS], chunk_events=-1)
+        roots.extend(step_roots(table, ids))
+        has_end, end_flow = table.integers(ids.get("_c"))
+        is_end = has_end & np.isin(table.metadata_id, end_meta)
+        flow_ids.append(end_flow[is_end])
+        flow_end.append(table.end_ps[is_end])
+        marks = np.isin(table.metadata_id, execute_meta)
+        execute.append(np.stack([table.begin_ps[marks], table.end_ps[marks]]))
+        schedule.append(table.begin_ps[np.isin(table.metadata_id, schedule_meta)])
+        local, values = table.string_codes(ids.get("hlo_op"), stat_name)
+        named = np.array([bool(v) for v in values] + [False], bool)[local]
+        has_program, program = table.integers(ids.get("program_id"))
+        ops = np.flatnonzero(has_program & named)
+        has_flow, flow = table.integers(ids.get("_p"))
+        begins.append(table.begin_ps[ops])
+        ends.append(table.end_ps[ops])
+        flows.append(flow[ops])
+        has_flows.append(has_flow[ops])
+        lengths.append(len(ops))
+        programs.append(program[ops].astype(np.uint64))
+        has_run, run = table.integers(ids.get("run_id"))
+        runs.append(run[ops])
+        has_runs.append(has_run[ops])
+        hlo_ops.add_distinct(values, local[ops])
+    steps = number_steps(roots)
+    if not begins:
+        return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
+    op_begin = np.concatenate(begins)
+    op_end = flight_ends(
+        op_begin,
+        np.concatenate(ends),
+        np.concatenate(flows),
+        np.concatenate(has_flows),
+        np.concatenate(flow_ids),
+        np.concatenate(flow_end),
+    )
+    # Nesting and self time follow from the ops' whole spans, line by line; spans of
+    # concurrent asynchronous ops can overlap, so a self time never goes below zero.
+    lines = np.cumsum(lengths)[:-1]
+    op_self = [
+        np.maximum(self_times(b, e), 0)
+        for b, e in zip(np.split(op_begin, lines), np.split(op_end, lines))
+    ]
+    executes = np.concatenate(execute, axis=1)
+    executes = executes[:, np.argsort(executes[0], kind="stable")]
+    executes = executes[:, ~nested_in_earlier(executes[0], executes[1])]
+    # An op is (program, instruction): the last "::" part of hlo_op names the instruction.
+    text_code, texts = hlo_ops.factorized()
+    name_ids: dict[str, int] = {}
+    text_name = [name_ids.setdefault(str(t).rsplit("::", 1)[-1], len(name_ids)) for t in texts]
+    name_code = np.asarray(text_name, np.int64)[text_code]
+    names, width = list(name_ids), max(len(name_ids), 1)
+    program_values, program_code = np.unique(np.concatenate(programs), return_inverse=True)
+    program_code = program_code.ravel().astype(np.int64)
+    op, keys = first_seen_codes(program_code * width + name_code)
+    op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
+    return HostEvents(
+        op_begin=op_begin,
+        op_end=op_end,
+        op_self=np.concatenate(op_self),
+        op=op.astype(np.int64),
+        op_keys=op_keys,
+        steps=steps,
+        op_program=program_code,
+        op_run=np.concatenate(runs),
+        op_has_run=np.concatenate(has_runs),
+        marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
+    )
+
+
+def cpu_ops(
+    events: HostEvents, modules: dict[int, ModuleCosts], group: np.ndarray, totals: list[int]
+) -> tuple[StepOps, OpMetricsDb | None]:
+    """The ops of each group (the whole profile, or each step) of the op events in one pass.
+
+    ``group`` is each op event's group (-1: none). Also returns the ops not found in any
+    HLO module (over all groups).
+    """
+    op, keys = events.op, events.op_keys
+    n, count = len(keys), len(totals)
+    use = group >= 0
+    binned = cells(group[use], op[use], n, count)
+    occurrences = binned.sum()
+    time_ps = binned.sum((events.op_end - events.op_begin)[use])
+    static = empty_columns(n)
+    per_exec = np.zeros((n, 3))  # flops, bytes accessed, bytes written per execution
+    known = np.zeros(n, bool)
+    for row, (program, name) in enumerate(keys):
+        module = modules.get(program)
+        cost = module.cost(name) if module is not None else None
+        static["program_id"][row] = program
+        static["name"][row] = name
+        if module is None or cost is None:
+            static["category"][row] = "op without HLO module"
+            continue
+        known[row] = True
+        static["category"][row] = module.category(name)
+        per_exec[row] = (cost.flops, cost.bytes_accessed, cost.bytes_written)
+        static["source_file"][row], static["source_line"][row], static["source_stack"][row] = (
+            module.source(name)
+        )
+        static["dtype"][row] = cost.dtype
+    cell_exec = per_exec[binned.op]
+    flops = cell_exec[:, 0] * occurrences
+    total_bytes = cell_exec[:, 1] * occurrences
+    written = cell_exec[:, 2] * occurrences
+    read = np.maximum(total_bytes - written, 0.0)
+    breakdown = np.zeros((len(binned), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = written
+    columns = {
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": total_bytes,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (written > 0),
+        "occurrences": occurrences.astype(np.int64),
+        "time_ps": time_ps.astype(np.int64),
+        "self_time_ps": binned.sum(events.op_self[use]).astype(np.int64),
+        "normalized_time_ps": time_ps,
+    }
+    ops = step_ops(static, binned, columns, totals).keep_rows(known[binned.op])
+    seen = np.bincount(op[use], minlength=n)
+    missing_rows = np.flatnonzero(~known & (seen > 0))
+    missing = None
+    if len(missing_rows) and count:
+        op_time = np.bincount(op[use], (events.op_end - events.op_begin)[use], minlength=n)
+        whole = OpMetricsDb(**{**static, "occurrences": seen.astype(np.int64),
+                               "time_ps": op_time.astype(np.int64)},
+                            total_time_ps=int(sum(totals)))  # fmt: skip
+        missing = whole.take(missing_rows)
+    return ops, missing
+
+
+def cpu_op_stats(
+    profile: Profile, host: str, modules: dict[int, ModuleCosts], peaks: PerfEnv | None
+) -> OpStats:
+    plane = profile.plane(HOST_PLANE)
+    events = read_host_events(plane) if plane is not None else None
+    profile.done_reading()
+    count = len(events.op) if events is not None else 0
+    if events is not None and count:
+        span = int(events.op_end.max() - events.op_begin.min())
+        whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
+        all_db = whole.db(0)
+    else:
+        all_db, missing = with_idle(OpMetricsDb(**empty_columns(0))), None
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="CPU",
+            device_type=CPU_DEVICE_TYPE,
+            device_core_count=1,
+            active_core_count=1 if count else 0,
+        ),
+        perf_env=peaks or PerfEnv(source="none"),
+        all_db=all_db,
+        unattributed=missing,
+    )
+    if events is not None and events.steps:
+        stats.has_step_markers = True
+        stats.steps, warnings = cpu_steps(events, modules)
+        stats.diagnostics.warnings.extend(warnings)
+    return stats
+
+
+def cpu_steps(
+    events: HostEvents, modules: dict[int, ModuleCosts]
+) -> tuple[list[StepInfo], list[str]]:
+    """One StepInfo per step root, holding the executions it claims (``cpu_executions``);
+    and the warnings about executions no step claims and steps without an execution."""
+    starts = np.array([b for _, b, _ in events.steps], np.int64)
+    ends = np.array([e for _, _, e in events.steps], np.int64)
+    numbers = [num for num, _, _ in events.steps]
+    if not len(events.op):  # no XLA program ran: the steps hold nothing to cost
+        ops, _ = cpu_ops(events, modules, _NO_I64, (ends - starts).tolist())
+        return table_steps(ops, numbers, ends > starts, (ends - starts).tolist()), []
+    of_op = group_executions(
+        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks
+    )
+    executions = claim_executions(of_op, events.op_begin, events.op_end, starts, ends, events.marks)
+    durations, held = step_times(executions, starts, ends)
+    ops, _ = cpu_ops(events, modules, executions.step[of_op], durations.tolist())
+    warnings = []
+    unclaimed = executions.unclaimed
+    if unclaimed.any():
+        spans = executions.last_ps[unclaimed] - executions.first_ps[unclaimed]
+        warnings.append(
+            f"{int(unclaimed.sum()):,} XLA program execution(s) ({spans.sum() / 1e6:,.1f} us) "
+            "ran outside every step; they count in Total only."
+        )
+    if (held == 0).any():
+        missing = [num for num, n in zip(numbers, held.tolist()) if n == 0]
+        warnings.append(
+            f"{numbered(missing, 'step')} ran no XLA program execution in this profile (cut by "
+            "the profile window, or its execution was not recorded): incomplete, left out of "
+            "the average."
+        )
+    return table_steps(ops, numbers, (held > 0) & (ends > starts), durations.tolist()), warnings

@@ -1,0 +1,473 @@
+"""GPU op metrics (NVIDIA and AMD) from ``/device:GPU:N`` kernel events and the HLO cost model.
+
+Kernels on a plane's stream lines carry ``hlo_op`` and ``program_id``; the last ``::``
+part of ``hlo_op`` names the instruction in that program's HLO module, whose cost comes
+from ``hlo_cost``. As in XProf, every kernel is one occurrence, all kernels count in
+the device time, and kernels without an HLO op are not op rows. Unlike XProf, an op's
+cost is counted once per execution, not once per kernel: on one stream, consecutive
+kernels of the same op are one execution until the execution's first kernel comes
+again (kernels A B A B are two executions, A A two). Kernels without an HLO op are
+reported. Everything per kernel is array arithmetic; Python touches only distinct ops.
+
+Graph launches (XLA command buffers: ``cuGraphLaunch``, ``hipGraphLaunch``) run many
+kernels under the launch's one correlation id, on one or more streams. Their kernels carry
+either their own instruction or, as XLA's CUPTI collector records today, the annotation
+active at the launch: the command buffer's ``call``, whose cost is its whole computation.
+Either way an op's kernels in one graph launch are one execution of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hlo.cost.engine import InstructionCost, ModuleCosts
+from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
+from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.step_ops import Cells, StepOps, cells, step_ops
+from ..peaks.device_rules import gpu_dtype_tflops, gpu_perf_env
+from ..peaks.perf_env import RunEnvironment
+from ..xspace.event_table import EventTable, StringCodes, first_seen_codes, line_tables
+from ..xspace.profile_reader import (
+    GPU_PLANE,
+    HOST_PLANE,
+    Plane,
+    Profile,
+    stat_ids,
+    stat_names,
+    stats_dict,
+)
+from .host_steps import HostMarkers, host_markers
+
+KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
+NO_HLO_CATEGORY = "kernel without HLO op"
+GPU_STEPS_INFO = (
+    "Per-step rows computed by tb_roofline_plugin from host step markers and kernel "
+    "launches (XProf reports zeros for GPU steps)."
+)
+
+
+@dataclass
+class Kernels:
+    """Every event of the GPU planes (kernels, memcpys) as columns, absolute times in ps."""
+
+    begin_ps: np.ndarray
+    end_ps: np.ndarray
+    plane: np.ndarray  # int32 index of the GPU plane
+    line: np.ndarray  # int32 global line number (unique across planes)
+    kernel: np.ndarray  # code of the kernel name in `kernel_names`
+    kernel_names: list[str]
+    hlo_op: np.ndarray  # code of the hlo_op stat in `hlo_ops`
+    hlo_ops: list  # str or None (absent)
+    tf_op: np.ndarray  # code of the tf_op stat in `tf_ops`
+    tf_ops: list
+    program_id: np.ndarray  # uint64 (0 when absent)
+    correlation_id: np.ndarray  # uint64
+    has_correlation: np.ndarray  # bool
+    event_flops: np.ndarray  # float64, 0 when absent (a read-only zero view when never present)
+    event_bytes: np.ndarray
+    _graph_kernel: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.begin_ps)
+
+    def graph_kernel(self) -> np.ndarray:
+        """Per kernel (bool): does another kernel carry its correlation id, as the kernels
+        of one graph launch do? Computed once."""
+        if self._graph_kernel is None:
+            shared = np.zeros(len(self), bool)
+            ids = self.correlation_id[self.has_correlation]
+            if len(ids):
+                shared[self.has_correlation] = _id_counts(ids, ids) > 1
+            self._graph_kernel = shared
+        return self._graph_kernel
+
+
+def _id_counts(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """How often each of ``wanted`` (uint64 ids, all in ``ids``) occurs in ``ids``."""
+    low = ids.min()
+    if int(ids.max() - low) < 4 * len(ids) + 4096:
+        # Correlation ids number the API calls: dense, so one counting pass does (no sort).
+        counts = np.bincount((ids - low).view(np.int64))
+        return counts[(wanted - low).view(np.int64)]
+    values, counts = np.unique(ids, return_counts=True)
+    return counts[np.searchsorted(values, wanted)]
+
+
+def _stat_or_count(table: EventTable, stat_id: int | None) -> np.ndarray | int:
+    """A numeric stat per event (0 where absent), or the event count when no event has it."""
+    if stat_id is None or not (table.stat_id == stat_id).any():
+        return len(table)
+    return np.nan_to_num(table.numbers(stat_id))
+
+
+def _concatenate(parts: list) -> np.ndarray:
+    """Concatenated columns; counts stand for all-zero parts, kept as one read-only view."""
+    if all(isinstance(p, int) for p in parts):
+        return np.broadcast_to(np.float64(0.0), (sum(parts),))
+    return np.concatenate([np.zeros(p) if isinstance(p, int) else p for p in parts])
+
+
+def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int]) -> None:
+    """Appends the kernels of one piece of a line to the columns in ``parts``."""
+    n = len(table)
+    if n == 0:
+        return
+    metadata = plane.event_metadata
+    meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
+    meta_names = [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()]
+    strings["kernel"].add_distinct(meta_names, inverse.ravel())
+    strings["hlo_op"].add(table, ids.get("hlo_op"), names)
+    strings["tf_op"].add(table, ids.get("tf_op"), names)
+    has_program, program = table.integers(ids.get("program_id"))
+    has_corr, corr = table.integers(ids.get("correlation_id"))
+    columns = {
+        "begin_ps": table.begin_ps,
+        "end_ps": table.end_ps,
+        "plane": np.full(n, where[0], np.int32),
+        "line": np.full(n, where[1], np.int32),
+        "program_id": np.where(has_program, program, 0).astype(np.uint64),
+        "correlation_id": corr.astype(np.uint64),
+        "has_correlation": has_corr,
+        "event_flops": _stat_or_count(table, ids.get("flops")),
+        "event_bytes": _stat_or_count(table, ids.get("bytes_accessed")),
+    }
+    for key, value in columns.items():
+        parts.setdefault(key, []).append(value)
+
+
+def read_kernels(planes: list[Plane]) -> Kernels:
+    parts: dict[str, list] = {}
+    strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
+    line_number = 0
+    for p, plane in enumerate(planes):
+        ids = stat_ids(plane, KERNEL_STATS)
+        names = stat_names(plane)
+        for line in plane.lines:
+            line_number += 1
+            for table in line_tables(line, [ids.get(name) for name in KERNEL_STATS]):
+                _add_kernels(parts, strings, table, plane, ids, names, (p, line_number))
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
+                       empty.astype(np.uint64), empty.astype(np.uint64), empty.astype(bool),
+                       empty.astype(float), empty.astype(float))  # fmt: skip
+    cat = {k: _concatenate(parts.pop(k)) for k in list(parts)}
+    kernel, kernel_names = strings["kernel"].factorized()
+    hlo_op, hlo_ops = strings["hlo_op"].factorized()
+    tf_op, tf_ops = strings["tf_op"].factorized()
+    return Kernels(
+        kernel=kernel,
+        kernel_names=kernel_names,
+        hlo_op=hlo_op,
+        hlo_ops=hlo_ops,
+        tf_op=tf_op,
+        tf_ops=tf_ops,
+        **cat,
+    )
+
+
+@dataclass
+class OpTable:
+    """The distinct ops the kernels map to, with their cost per execution."""
+
+    program_id: list[int]
+    name: list[str]
+    category: list[str]
+    cost: list[InstructionCost | None]
+    source: list[tuple[str, int, str]]
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.ndarray, OpTable]:
+    """The op index of every kernel (-1: no HLO op found, not an XLA/framework op)."""
+    # Distinct (program, hlo_op, tf_op, kernel) combinations first; Python sees only those.
+    hlo_codes, hlo_values = kernels.hlo_op, kernels.hlo_ops
+    tf_codes, tf_values = kernels.tf_op, kernels.tf_ops
+    prog_values, prog_codes = np.unique(kernels.program_id, return_inverse=True)
+    columns = [prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel]
+    dims = [int(c.max()) + 1 if len(c) else 1 for c in columns]
+    if np.prod([float(d) for d in dims]) < 2**62:  # one int64 key per combination
+        flat, inverse = np.unique(np.ravel_multi_index(columns, dims), return_inverse=True)
+        combos = np.stack(np.unravel_index(flat, dims), axis=1)
+    else:
+        combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    table = OpTable([], [], [], [], [])
+    keys: dict[tuple[int, str], int] = {}
+    combo_op = np.full(len(combos), -1, np.int64)
+    for c, (pc, hc, tc, kc) in enumerate(combos.tolist()):
+        program, hlo_op, tf_op = int(prog_values[pc]), hlo_values[hc], tf_values[tc]
+        if hlo_op:
+            name = hlo_op.rsplit("::", 1)[-1]
+            module = modules.get(program)
+            cost = module.cost(name) if module is not None else None
+            if module is None or cost is None:
+                continue  # XProf drops kernels whose instruction is not found
+            row: tuple[int, str, str, InstructionCost | None, tuple[str, int, str]] = (
+                program,
+                name,
+                module.category(name),
+                cost,
+                module.source(name),
+            )
+        elif tf_op and not tf_op.startswith("XlaModule:"):
+            name = f"{tf_op}/{kernels.kernel_names[kc]}"
+            program, row = 0, (0, name, "framework op", None, ("", -1, ""))
+        else:
+            continue
+        index = keys.get((program, name))
+        if index is None:
+            index = keys[(program, name)] = len(table)
+            for field, value in zip(("program_id", "name", "category", "cost", "source"), row):
+                getattr(table, field).append(value)
+        combo_op[c] = index
+    return combo_op[inverse.ravel()], table
+
+
+def execution_starts(kernels: Kernels, op: np.ndarray) -> np.ndarray:
+    """Does each kernel start an execution of its op (on its line, in time order)?
+
+    The kernels of one graph launch that carry the same op are one execution, started by
+    the earliest, whatever their streams and kernel names: with the launch's annotation
+    on every kernel (the command-buffer call) a graph may run one library kernel several
+    times, and spread over streams. (A loop unrolled inside one graph counts once.)
+    """
+    graph = np.flatnonzero(kernels.graph_kernel())  # before the sort: peak memory
+    order = np.lexsort((kernels.begin_ps, kernels.line))
+    o, line, kernel = op[order], kernels.line[order], kernels.kernel[order]
+    change = np.ones(len(o), bool)
+    change[1:] = (o[1:] != o[:-1]) | (line[1:] != line[:-1])
+    run_first = np.maximum.accumulate(np.where(change, np.arange(len(o)), 0))
+    starts = np.zeros(len(op), bool)
+    starts[order] = change | (kernel == kernel[run_first])
+    if len(graph):
+        launch, graph_op = kernels.correlation_id[graph], op[graph]
+        order = np.lexsort((kernels.begin_ps[graph], graph_op, launch))
+        launch, graph_op = launch[order], graph_op[order]
+        first = np.ones(len(order), bool)
+        first[1:] = (launch[1:] != launch[:-1]) | (graph_op[1:] != graph_op[:-1])
+        starts[graph[order]] = first
+    return starts
+
+
+def aggregate(
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+    group: np.ndarray,
+    totals: np.ndarray,
+    starts: np.ndarray | None = None,
+) -> StepOps:
+    """The ops of each group (step, or a single group for the whole profile) of the kernels.
+
+    ``group`` is each kernel's group (-1: in none); ``totals`` the device time per group;
+    ``starts`` the kernels that start an execution (``execution_starts``).
+    """
+    n = len(table)
+    starts = execution_starts(kernels, op) if starts is None else starts
+    use = (op >= 0) & (group >= 0)
+    binned = cells(group[use], op[use], n, len(totals))
+    executions = binned.sum(starts[use].astype(np.float64))
+    time_ps = binned.sum((kernels.end_ps - kernels.begin_ps)[use])
+    per_exec = np.array(
+        [
+            (c.flops, c.bytes_accessed, c.bytes_written) if c is not None else (0.0, 0.0, 0.0)
+            for c in table.cost
+        ],
+        np.float64,
+    ).reshape(n, 3)[binned.op]
+    static = empty_columns(n)
+    static["program_id"][:] = np.asarray(table.program_id, np.uint64)
+    static["name"][:] = table.name
+    static["category"][:] = table.category
+    for i, (file_name, line, stack) in enumerate(table.source):
+        static["source_file"][i], static["source_line"][i], static["source_stack"][i] = (
+            file_name,
+            line,
+            stack,
+        )
+    static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
+    flops = per_exec[:, 0] * executions
+    total_bytes = per_exec[:, 1] * executions
+    written = per_exec[:, 2] * executions
+    # XProf's fallback when the cost model has nothing: stats on the kernel events.
+    event_flops = _cell_sums(binned, kernels.event_flops, use)
+    event_bytes = _cell_sums(binned, kernels.event_bytes, use)
+    flops = np.where(flops <= 0, event_flops, flops)
+    from_events = (total_bytes <= 0) & (event_bytes > 0)
+    total_bytes = np.where(from_events, event_bytes, total_bytes)
+    written = np.where(from_events, 0.0, np.maximum(written, 0.0))
+    read = np.maximum(total_bytes - written, 0.0)
+    breakdown = np.zeros((len(binned), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = written
+    time_int_ps = time_ps.astype(np.int64)
+    columns = {
+        "occurrences": binned.sum().astype(np.int64),
+        "time_ps": time_int_ps,
+        "self_time_ps": time_int_ps,  # kernels do not nest
+        "normalized_time_ps": time_ps,
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": total_bytes,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (written > 0),
+        "dma_stall_ps": np.zeros(len(binned)),
+    }
+    return step_ops(static, binned, columns, totals)
+
+
+def _cell_sums(binned: Cells, values: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Per-cell sums of a kernel column (no pass at all for an all-zero view)."""
+    if values.strides == (0,):
+        return np.zeros(len(binned))
+    return binned.sum(values[use])
+
+
+def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetricsDb | None:
+    """Kernels without an HLO op, by kernel name (ours: XProf leaves them out)."""
+    rows = op < 0
+    if not rows.any():
+        return None
+    codes, names = first_seen_codes(kernels.kernel[rows])
+    count = np.bincount(codes)
+    time_ps = np.bincount(codes, weights=(kernels.end_ps - kernels.begin_ps)[rows])
+    cols = empty_columns(len(names))
+    cols["name"][:] = [kernels.kernel_names[k] or "(unnamed kernel)" for k in names.tolist()]
+    cols["category"][:] = NO_HLO_CATEGORY
+    cols["occurrences"] = count.astype(np.int64)
+    cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
+    return OpMetricsDb(**cols, total_time_ps=total_ps)
+
+
+def _spans(kernels: Kernels, planes: int) -> np.ndarray:
+    """Last end - first start per GPU plane (0 for planes without events)."""
+    first = np.full(planes, np.iinfo(np.int64).max)
+    last = np.full(planes, np.iinfo(np.int64).min)
+    np.minimum.at(first, kernels.plane, kernels.begin_ps)
+    np.maximum.at(last, kernels.plane, kernels.end_ps)
+    return np.where(last >= first, last - first, 0)
+
+
+def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -> OpStats:
+    planes = profile.planes_matching(GPU_PLANE)
+    with_stats = [p for p in planes if p.stats] or planes
+    plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
+    perf_env, device_type = gpu_perf_env(plane_stats)
+    perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
+    kernels = read_kernels(planes)
+    markers = host_markers(profile.plane(HOST_PLANE))
+    profile.done_reading()
+    op, table = assign_ops(kernels, modules)
+    spans = _spans(kernels, len(planes))
+    total = int(spans.sum())
+    starts = execution_starts(kernels, op)
+    whole = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]), starts)
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="GPU",
+            device_type=device_type,
+            device_core_count=len(planes),
+            active_core_count=int((spans > 0).sum()),
+        ),
+        perf_env=perf_env,
+        all_db=whole.db(0),
+        unattributed=unattributed_db(kernels, op, total),
+    )
+    unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
+    stats.notes.extend(
+        f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
+    )
+    if markers.steps:
+        stats.has_step_markers = True
+        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts)
+        stats.diagnostics.info.append(GPU_STEPS_INFO)
+        if unclaimed[0]:
+            stats.notes.append(
+                f"{unclaimed[0]} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
+                "every step; they count in Total only."
+            )
+    return stats
+
+
+def cut_graph_launches(kernels: Kernels, op: np.ndarray) -> np.ndarray:
+    """Correlation ids of the graph launches the profile stopped in.
+
+    Only a GPU's latest launch that ran (the highest correlation id: ids number the API
+    calls) can have been cut; it was when another launch of the same graph, one with a
+    kernel like its first (same kernel, same op), ran more kernels. Earlier launches are
+    never suspected: a graph with loops or conditions runs more or fewer kernels per launch.
+    Python loops over GPUs only.
+    """
+    if not kernels.graph_kernel().any():
+        return np.zeros(0, np.uint64)
+    cut = []
+    for plane in np.unique(kernels.plane[kernels.has_correlation]).tolist():
+        on = np.flatnonzero(kernels.has_correlation & (kernels.plane == plane))
+        ids = kernels.correlation_id[on]
+        latest = ids.max()
+        members = on[ids == latest]
+        head = members[np.argmin(kernels.begin_ps[members])]
+        alike = (kernels.kernel[on] == kernels.kernel[head]) & (op[on] == op[head])
+        if _id_counts(ids, np.unique(ids[alike])).max() > len(members):
+            cut.append(latest)
+    return np.array(cut, np.uint64)
+
+
+def gpu_steps(
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+    markers: HostMarkers,
+    planes: int,
+    execution_start: np.ndarray | None = None,
+) -> tuple[list[StepInfo], tuple[int, int]]:
+    """Steps from host step roots: a kernel belongs to the step its launch is in.
+
+    A step's time on a GPU runs from the earlier of the step's start and its first kernel
+    to the later of the step's end and its last kernel, summed over the GPUs that ran
+    kernels in it; a step with a launch whose kernel never ran, or a graph launch only part
+    of whose kernels ran (the profile stopped: ``cut_graph_launches``), is incomplete.
+    ``execution_start``: ``execution_starts`` of the kernels, when known.
+    Returns the steps and the (count, ps) of kernels no step claims.
+    """
+    starts = np.array([b for _, b, _ in markers.steps], np.int64)
+    ends = np.array([e for _, _, e in markers.steps], np.int64)
+    ids, times = markers.launch_ids, markers.launch_ps
+    slot = np.minimum(np.searchsorted(ids, kernels.correlation_id), max(len(ids) - 1, 0))
+    launched = kernels.has_correlation & (len(ids) > 0)
+    launched &= ids[slot] == kernels.correlation_id if len(ids) else False
+    launch = np.where(launched, times[slot] if len(ids) else 0, -1)
+    step = np.searchsorted(starts, launch, side="right") - 1
+    claimed = launched & (step >= 0)
+    claimed[claimed] &= launch[claimed] < ends[step[claimed]]
+    step = np.where(claimed, step, -1)
+    del slot, launched, launch  # per-kernel temporaries: memory for what follows
+    count = len(starts)
+    # Device time per (step, GPU).
+    cell = step[claimed] * planes + kernels.plane[claimed]
+    first = np.full(count * planes, np.iinfo(np.int64).max)
+    last = np.full(count * planes, np.iinfo(np.int64).min)
+    np.minimum.at(first, cell, kernels.begin_ps[claimed])
+    np.maximum.at(last, cell, kernels.end_ps[claimed])
+    used = last >= first
+    first = np.minimum(first, np.repeat(starts, planes))
+    last = np.maximum(last, np.repeat(ends, planes))
+    totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
+    del cell, first, last, used
+    ops = aggregate(kernels, op, table, step, totals, execution_start)
+    # A launch inside a step whose kernel is not in the profile makes the step incomplete,
+    # and so does a graph launch the profile stopped in.
+    ran = np.isin(ids, kernels.correlation_id[kernels.has_correlation])
+    ran &= ~np.isin(ids, cut_graph_launches(kernels, op))
+    launch_step = np.searchsorted(starts, times, side="right") - 1
+    inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
+    missing = np.bincount(launch_step[inside & ~ran], minlength=count)
+    numbers = [num for num, _, _ in markers.steps]
+    steps = table_steps(ops, numbers, missing == 0, (ends - starts).tolist())
+    unclaimed = ~claimed
+    return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))

@@ -1,0 +1,96 @@
+"""Host step markers and kernel launches on ``/host:CPU`` (steps of GPU and CPU profiles).
+
+A step root is a host event with stat ``_r`` (``jax.profiler.StepTraceAnnotation``,
+``tf.profiler.experimental.Trace(..., _r=1)``, torch_xla step traces), numbered by its
+``step_num`` stat or by order. A launch is a host event with a ``correlation_id`` stat
+(``cuLaunchKernel``, ``hipModuleLaunchKernel``, ...): the kernel with the same id ran it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ops.op_metrics import nested_in_earlier
+from ..xspace.event_table import line_tables, may_have_stats
+from ..xspace.profile_reader import Plane, stat_ids
+
+MARKER_STATS = ("_r", "step_num", "correlation_id")
+
+
+_NO_IDS = np.zeros(0, np.uint64)
+_NO_TIMES = np.zeros(0, np.int64)
+
+
+@dataclass
+class HostMarkers:
+    steps: list[tuple[int, int, int]] = field(default_factory=list)  # (number, begin, end) ps
+    # Launches by correlation id, ascending and unique (a repeated id: the last one read).
+    launch_ids: np.ndarray = field(default_factory=lambda: _NO_IDS)  # uint64
+    launch_ps: np.ndarray = field(default_factory=lambda: _NO_TIMES)  # int64 launch begin
+
+
+def valid_step_numbers(num: np.ndarray | np.float64) -> np.ndarray:
+    """Step numbers the schema can hold (uint32); anything else is numbered by position."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(num) & (num >= 0) & (num < 2**32) & (num == np.floor(num))
+
+
+def valid_step_number(num: float) -> bool:
+    return bool(valid_step_numbers(np.float64(num)))
+
+
+def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
+    """Roots in time order, each numbered by its ``step_num`` or else by its position.
+
+    A root inside another root's span is part of that step, not a step of its own (e.g.
+    TensorFlow's ``FunctionRun`` roots inside ``train`` step roots).
+    """
+    if not roots:
+        return []
+    num, begin, end = (np.asarray(column) for column in zip(*roots))
+    order = np.lexsort((-end, begin))
+    num, begin, end = num[order], begin[order], end[order]
+    outer = ~nested_in_earlier(begin, end)
+    num, begin, end = num[outer].astype(np.float64), begin[outer], end[outer]
+    numbers = np.where(valid_step_numbers(num), num, np.arange(len(num))).astype(np.int64)
+    return list(zip(numbers.tolist(), begin.tolist(), end.tolist()))
+
+
+def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
+    """(step number or -1, begin, end) of the step-root events of one line's table."""
+    is_root, _ = table.integers(ids.get("_r"))
+    roots = np.flatnonzero(is_root)
+    step_num = table.numbers(ids.get("step_num"))[roots]
+    return list(
+        zip(
+            np.where(np.isnan(step_num), -1.0, step_num).tolist(),
+            table.begin_ps[roots].tolist(),
+            table.end_ps[roots].tolist(),
+        )
+    )
+
+
+def host_markers(plane: Plane | None) -> HostMarkers:
+    markers = HostMarkers()
+    if plane is None:
+        return markers
+    ids = stat_ids(plane, MARKER_STATS)
+    roots, launch_ids, launch_ps = [], [], []
+    wanted = [ids.get("_r"), ids.get("correlation_id")]
+    for line in plane.lines:
+        if not may_have_stats(line, wanted):
+            continue  # e.g. Python or framework threads without roots or launches
+        for table in line_tables(line, [ids.get(name) for name in MARKER_STATS]):
+            roots.extend(step_roots(table, ids))
+            has_id, correlation = table.integers(ids.get("correlation_id"))
+            launch_ids.append(correlation[has_id].astype(np.uint64))
+            launch_ps.append(table.begin_ps[has_id])
+    markers.steps = number_steps(roots)
+    if launch_ids:
+        # The last launch of a repeated id wins: unique over the reversed arrays.
+        ids_reversed = np.concatenate(launch_ids)[::-1]
+        markers.launch_ids, first = np.unique(ids_reversed, return_index=True)
+        markers.launch_ps = np.concatenate(launch_ps)[::-1][first]
+    return markers

@@ -1,0 +1,371 @@
+"""XProf-compatible output: ``[roofline_table, diagnostics_table]`` google DataTables.
+
+Same column ids, types, labels and order as XProf 2.24.2 (37 columns by default and
+on TPU, 30 on GPU), the same property keys and step strings (semantics doc, section 11).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+
+import numpy as np
+
+from ..protos import roofline_model_pb2
+from ..roofline.formulas import ridge_point
+from ..roofline.model import RooflineModel, as_model
+from ..roofline.records import RecordSet
+from .json_text import bool_texts, dumps_pieces, float_columns_text, string_texts
+
+# (id, type, label, record field or a special key)
+_DEFAULT_COLUMNS = (
+    ("step", "string", "Step", "#step"),
+    ("rank", "number", "Rank", "rank"),
+    ("category", "string", "Category", "hlo_category"),
+    ("operation", "string", "Operation", "hlo_name"),
+    ("occurrences", "number", "# Occurrences", "occurrences"),
+    ("total_time", "number", "Total Time (us)", "total_time_in_us"),
+    ("avg_time", "number", "Avg. time (us)", "avg_time_in_us"),
+    ("total_self_time", "number", "Total self time (us)", "total_self_time_in_us"),
+    ("avg_self_time", "number", "Avg. self time (us)", "avg_self_time_in_us"),
+    (
+        "total_self_time_percent",
+        "number",
+        "Total self time (%)",
+        "total_self_time_as_fraction",
+    ),
+    (
+        "cumulative_total_self_time_percent",
+        "number",
+        "Cumulative total self time (%)",
+        "cumulative_total_self_time_as_fraction",
+    ),
+    ("dma_stall_percent", "number", "%time stalled by DMA", "dma_stall_fraction"),
+    ("measured_flop_rate", "number", "Normalized FLOP Rate (GFLOP/s)", "measured_flop_rate"),
+    ("model_flop_rate", "number", "Model FLOP Rate (GFLOP/s)", "model_flop_rate"),
+    ("measured_memory_bw", "number", "Memory BW (GiB/s)", "measured_memory_bw"),
+    ("hbm_bw", "number", "HBM BW (GiB/s)", "hbm_bw"),
+    ("cmem_read_bw", "number", "CMEM Read BW (GiB/s)", "cmem_read_bw"),
+    ("cmem_write_bw", "number", "CMEM Write BW (GiB/s)", "cmem_write_bw"),
+    ("vmem_read_bw", "number", "VMEM Read BW (GiB/s)", "vmem_read_bw"),
+    ("vmem_write_bw", "number", "VMEM Write BW (GiB/s)", "vmem_write_bw"),
+    (
+        "operational_intensity",
+        "number",
+        "Operational Intensity (FLOP/Byte)",
+        "operational_intensity",
+    ),
+    (
+        "hbm_operational_intensity",
+        "number",
+        "HBM Operational Intensity (FLOP/Byte)",
+        "hbm_operational_intensity",
+    ),
+    (
+        "cmem_read_operational_intensity",
+        "number",
+        "CMEM Read Operational Intensity (FLOP/Byte)",
+        "cmem_read_operational_intensity",
+    ),
+    (
+        "cmem_write_operational_intensity",
+        "number",
+        "CMEM Write Operational Intensity (FLOP/Byte)",
+        "cmem_write_operational_intensity",
+    ),
+    (
+        "vmem_read_operational_intensity",
+        "number",
+        "VMEM Read Operational Intensity (FLOP/Byte)",
+        "vmem_read_operational_intensity",
+    ),
+    (
+        "vmem_write_operational_intensity",
+        "number",
+        "VMEM Write Operational Intensity (FLOP/Byte)",
+        "vmem_write_operational_intensity",
+    ),
+    (
+        "bottleneck_operational_intensity",
+        "number",
+        "Bottleneck Operational Intensity (FLOP/Byte)",
+        "bottleneck_operational_intensity",
+    ),
+    ("bound_by", "string", "Bound by", "bound_by"),
+    ("total_time_per_core", "number", "Total Time per core (us)", "total_time_per_core_in_us"),
+    ("total_time_in_percentage", "number", "Total Time (%)", "total_time_in_percentage"),
+    ("optimal_flop_rate", "number", "Optimal FLOP Rate (GFLOP/s)", "optimal_flop_rate"),
+    ("roofline_efficiency", "number", "Roofline efficiency (%)", "roofline_efficiency"),
+    ("compute_efficiency", "number", "FLOP Rate / Peak (%)", "flop_rate_relative_to_hw_limit"),
+    (
+        "max_mem_bw_utilization",
+        "number",
+        "Max memory BW utilization (among supported memories) (%)",
+        "memory_bw_relative_to_hw_limit",
+    ),
+    ("include_infeed_outfeed", "boolean", "Include Infeed/Outfeed", "include_infeed_outfeed"),
+    ("hlo_module_id", "string", "Program ID", "#module"),
+    ("source_info", "string", "Source Info", "#source"),
+)
+_GPU_ORDER = (
+    "step",
+    "rank",
+    "category",
+    "operation",
+    "occurrences",
+    "total_time",
+    "avg_time",
+    "total_self_time",
+    "avg_self_time",
+    "total_self_time_percent",
+    "cumulative_total_self_time_percent",
+    "measured_flop_rate",
+    "model_flop_rate",
+    "measured_memory_bw",
+    "hbm_bw",
+    "vmem_write_bw",
+    "operational_intensity",
+    "hbm_operational_intensity",
+    "vmem_write_operational_intensity",
+    "bottleneck_operational_intensity",
+    "bound_by",
+    "total_time_per_core",
+    "total_time_in_percentage",
+    "optimal_flop_rate",
+    "roofline_efficiency",
+    "compute_efficiency",
+    "max_mem_bw_utilization",
+    "include_infeed_outfeed",
+    "hlo_module_id",
+    "source_info",
+)
+_GPU_LABELS = {
+    "vmem_write_bw": "SHM/L1 BW (GiB/s)",
+    "vmem_write_operational_intensity": "SHM/L1 Operational Intensity (FLOP/Byte)",
+}
+
+
+def columns(is_gpu: bool) -> list[tuple[str, str, str, str]]:
+    if not is_gpu:
+        return list(_DEFAULT_COLUMNS)
+    by_id = {c[0]: c for c in _DEFAULT_COLUMNS}
+    return [
+        (cid, by_id[cid][1], _GPU_LABELS.get(cid, by_id[cid][2]), by_id[cid][3])
+        for cid in _GPU_ORDER
+    ]
+
+
+def is_gpu_database(database: roofline_model_pb2.RooflineModelDatabase) -> bool:
+    return "GPU" in database.device_type
+
+
+_STEP_NAMES = {
+    roofline_model_pb2.ALL: "Total",
+    roofline_model_pb2.AVERAGE_STEP: "Average",
+    roofline_model_pb2.ALL_HW: "Total (HW)",
+    roofline_model_pb2.INVALID_RECORD_TYPE: "Invalid",
+}
+
+
+def step_strings(records: RecordSet) -> list[str]:
+    """The Step cell of every record: Total, Average, the step number, ..."""
+    kinds = records["record_type"]
+    out = np.full(len(kinds), "Unknown", object)
+    for kind, name in _STEP_NAMES.items():
+        out[kinds == kind] = name
+    per_step = kinds == roofline_model_pb2.PER_STEP
+    out[per_step] = list(map(str, records["step_num"][per_step].tolist()))
+    return out.tolist()
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True).replace("&#x27;", "&#39;")
+
+
+def source_info_cells(records: RecordSet) -> list[str]:
+    """XProf's source cell (file:line, the stack as its title) of every record, or ""."""
+    files, lines = records["source_file"], records["source_line"]
+    out = np.full(len(files), "", object)
+    shown = np.flatnonzero((files != "") & (lines != -1))
+    out[shown] = [
+        f"<div class='source-info-cell' title='{_escape(stack)}'>{_escape(name)}:{line}</div>"
+        for name, line, stack in zip(
+            files[shown].tolist(), lines[shown].tolist(), records["source_stack"][shown].tolist()
+        )
+    ]
+    return out.tolist()
+
+
+ROWS_PER_PIECE = 50_000  # records whose cells are text at once (memory of big profiles)
+
+
+def _column_values(records: RecordSet, key: str, kind: str) -> list:
+    """One column's cell values, as Python values."""
+    if key == "#step":
+        return step_strings(records)
+    if key == "#module":
+        return list(map(str, records["hlo_module_id"].tolist()))
+    if key == "#source":
+        return source_info_cells(records)
+    if kind == "number":
+        return records[key].astype(np.float64).tolist()
+    return records[key].tolist()
+
+
+def _columns_text(records: RecordSet, cols: list, form: str) -> list[list[str]]:
+    """Every column's cells as text: ``json`` (JSON values) or ``csv`` (``str`` of each)."""
+    numbers = [i for i, (_, kind, _, _) in enumerate(cols) if kind == "number"]
+    float_form = "json" if form == "json" else "repr"
+    number_texts = float_columns_text([records[cols[i][3]] for i in numbers], float_form)
+    texts = dict(zip(numbers, number_texts))
+    for i, (_, kind, _, key) in enumerate(cols):
+        if i in texts:
+            continue
+        if kind == "boolean":
+            values = records[key]
+            texts[i] = bool_texts(values) if form == "json" else list(map(str, values.tolist()))
+        else:
+            strings = _column_values(records, key, kind)
+            texts[i] = string_texts(strings) if form == "json" else strings
+    return [texts[i] for i in range(len(cols))]
+
+
+def format_property(value: float | bool) -> str:
+    """C++ ``absl::StrCat(double)``: 6 significant digits; booleans as 0/1."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return format(float(value), ".6g")
+
+
+def properties(database: roofline_model_pb2.RooflineModelDatabase) -> dict[str, str]:
+    db = database
+    ridge = {
+        "hbm_ridge_point": ridge_point(db.peak_flop_rate, db.peak_hbm_bw),
+        "cmem_read_ridge_point": ridge_point(db.peak_flop_rate, db.peak_cmem_read_bw),
+        "cmem_write_ridge_point": ridge_point(db.peak_flop_rate, db.peak_cmem_write_bw),
+        "vmem_read_ridge_point": ridge_point(db.peak_flop_rate, db.peak_vmem_read_bw),
+        "vmem_write_ridge_point": ridge_point(db.peak_flop_rate, db.peak_vmem_write_bw),
+    }
+    if is_gpu_database(db):
+        props = {
+            "device_type": db.device_type,
+            "peak_flop_rate": format_property(db.peak_flop_rate),
+            "peak_hbm_bw": format_property(db.peak_hbm_bw),
+            "peak_vmem_write_bw": format_property(db.peak_vmem_write_bw),
+            "hbm_ridge_point": format_property(ridge["hbm_ridge_point"]),
+            "vmem_write_ridge_point": format_property(ridge["vmem_write_ridge_point"]),
+        }
+    else:
+        props = {
+            "device_type": db.device_type,
+            "megacore": format_property(db.megacore),
+            "has_cmem": format_property(db.has_cmem),
+            "has_merged_vmem": format_property(db.has_merged_vmem),
+            "peak_flop_rate": format_property(db.peak_flop_rate),
+            "peak_hbm_bw": format_property(db.peak_hbm_bw),
+            "peak_cmem_read_bw": format_property(db.peak_cmem_read_bw),
+            "peak_cmem_write_bw": format_property(db.peak_cmem_write_bw),
+            "peak_vmem_read_bw": format_property(db.peak_vmem_read_bw),
+            "peak_vmem_write_bw": format_property(db.peak_vmem_write_bw),
+            **{k: format_property(v) for k, v in ridge.items()},
+            "time_scale_multiplier": format_property(db.time_scale_multiplier),
+        }
+    return dict(sorted(props.items()))
+
+
+def _tables(model: RooflineModel) -> tuple[list, dict, dict]:
+    """(columns, roofline table without rows, diagnostics table) of a model."""
+    header = model.header
+    cols = columns(is_gpu_database(header))
+    table = {
+        "cols": [{"id": cid, "label": label, "type": kind} for cid, kind, label, _ in cols],
+        "p": properties(header),
+        "rows": [],
+    }
+    diag = header.diagnostics
+    diagnostics = {
+        "cols": [
+            {"id": "severity", "label": "Severity", "type": "string"},
+            {"id": "message", "label": "Message", "type": "string"},
+        ],
+        "rows": [
+            {"c": [{"v": severity}, {"v": message}]}
+            for severity, messages in (
+                ("INFO", diag.info),
+                ("WARNING", diag.warnings),
+                ("ERROR", diag.errors),
+            )
+            for message in messages
+        ],
+    }
+    return cols, table, diagnostics
+
+
+def to_datatable(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> list[dict]:
+    """The body of XProf's ``roofline_model`` tool for this database."""
+    model = as_model(database)
+    cols, table, diagnostics = _tables(model)
+    values = [_column_values(model.records, key, kind) for _, kind, _, key in cols]
+    table["rows"] = [{"c": [{"v": v} for v in row]} for row in zip(*values)]
+    return [table, diagnostics]
+
+
+def datatable_pieces(
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
+) -> list[str]:
+    """``json.dumps(to_datatable(database))`` in pieces, written column by column.
+
+    Cells become text a piece of records at a time, and the pieces are never joined here:
+    a profile with a million step records writes its text without holding it twice.
+    """
+    model = as_model(database)
+    cols, table, diagnostics = _tables(model)
+    template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
+    rows = ["["]
+    for start in range(0, len(model.records), ROWS_PER_PIECE):
+        part = model.records.take(slice(start, start + ROWS_PER_PIECE))
+        texts = _columns_text(part, cols, "json")
+        rows += [", " if start else "", ", ".join([template % row for row in zip(*texts)])]
+        del texts
+    rows.append("]")
+    pieces = dumps_pieces([table, diagnostics], {(0, "rows"): rows}, None)
+    return pieces if pieces is not None else [json.dumps(to_datatable(model))]
+
+
+def datatable_text(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> str:
+    """``json.dumps(to_datatable(database))``, written column by column."""
+    return "".join(datatable_pieces(database))
+
+
+def csv_text(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> str:
+    """``to_csv(to_datatable(database))``, written column by column."""
+    model = as_model(database)
+    cols, _, _ = _tables(model)
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow([label for _, _, label, _ in cols])
+    for start in range(0, len(model.records), ROWS_PER_PIECE):
+        part = model.records.take(slice(start, start + ROWS_PER_PIECE))
+        writer.writerows(zip(*_columns_text(part, cols, "csv")))
+    return out.getvalue()
+
+
+def to_csv(datatable: list[dict]) -> str:
+    """XProf's ``data_csv``: the first table, label header, every field quoted."""
+    table = datatable[0]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow([c["label"] for c in table["cols"]])
+    for row in table["rows"]:
+        writer.writerow([str(cell["v"]) for cell in row["c"]])
+    return out.getvalue()
+
+
+def csv_file_name(tag: str, run: str, host: str) -> str:
+    """``<tag>_<run>_<host suffix>.csv`` with unsafe characters replaced, as XProf names it."""
+    suffix = host.rsplit("-", 1)[-1]
+    parts = [re.sub(r"[^A-Za-z0-9_-]", "_", p) for p in (tag, run, suffix) if p]
+    return "_".join(parts) + ".csv"

@@ -1,0 +1,543 @@
+"""Our complete json form and the ``export`` command's formats.
+
+``to_json`` / ``complete_json_text``: the RooflineModelDatabase as protobuf JSON plus what
+the tab needs besides (device and peaks, steps, per-op details, wasted time, notes), the
+records written column by column (``json_text`` is the fast writer). ``render`` /
+``render_pieces``: one of ``FORMATS`` (datatable and csv come from ``datatable``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+from google.protobuf.descriptor import FieldDescriptor
+
+from .. import __version__
+from ..ops.op_stats import OpStats
+from ..ops.selection import TOTAL, Selection, select
+from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
+from ..protos import roofline_model_pb2
+from ..roofline.formulas import ridge_point, safe_divide
+from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
+from ..roofline.records import RecordSet
+from ..units import GIB_PER_GB
+from ..wording import named
+from .datatable import csv_text, datatable_pieces
+from .json_text import (
+    bool_texts,
+    dumps_with,
+    float_columns_text,
+    int_texts,
+    list_text,
+    objects_text,
+    string_texts,
+)
+
+FORMATS = ("datatable", "json", "csv")
+ABOVE_ROOF = 1.05  # roofline efficiency past which an op's number cannot be physical
+
+
+def _memories(stats: OpStats) -> list[tuple[str, int]]:
+    """(label, PerfEnv index) of the memories worth a roof on this device."""
+    kind = stats.run_env.hardware_type
+    if kind == "GPU":
+        return [("HBM", HBM_RW), ("Shared memory / L1", SRAM_WR)]
+    if main_memory(kind) == "DRAM":
+        return [("DRAM", HBM_RW)]
+    return [
+        ("HBM", HBM_RW),
+        ("CMEM read", CMEM_RD),
+        ("CMEM write", CMEM_WR),
+        ("VMEM read", VMEM_RD),
+        ("VMEM write", VMEM_WR),
+    ]
+
+
+def main_memory(hardware_type: str) -> str:
+    """What the main memory is called on a device: DRAM on a CPU, HBM on accelerators."""
+    return "DRAM" if hardware_type in ("CPU", "CPU_ONLY") else "HBM"
+
+
+def device_summary(stats: OpStats) -> dict:
+    """Device, peaks (with their source and ridge points) and time-scale facts for the UI."""
+    env = stats.perf_env
+    peak_gflops = 1000.0 * env.peak_tera_flops_per_second
+    memories = [
+        {
+            "name": name,
+            "peak_gbps": env.peak_bws_gbps[index],
+            "peak_gibps": env.peak_bws_gbps[index] / GIB_PER_GB,
+            "ridge_point": ridge_point(peak_gflops, env.peak_bws_gbps[index] / GIB_PER_GB),
+        }
+        for name, index in _memories(stats)
+        if env.peak_bws_gbps[index] > 0
+    ]
+    return {
+        "hardware_type": stats.run_env.hardware_type,
+        "device_type": stats.run_env.device_type,
+        "device_core_count": stats.run_env.device_core_count,
+        "active_core_count": stats.run_env.active_core_count,
+        "peak_flop_rate_gflops": peak_gflops,
+        "memories": memories,
+        "main_memory": main_memory(stats.run_env.hardware_type),
+        "peaks_known": env.known,
+        "has_megacore": env.has_megacore,
+        "has_merged_vmem": env.has_merged_vmem,
+        "has_cmem": env.has_cmem,
+        "peaks_source": env.source if env.known else "none",
+        "dtype_peak_gflops": {k: 1000.0 * v for k, v in env.dtype_tflops.items()},
+    }
+
+
+# XLA element types -> the compute ceiling they run at.
+_DTYPE_CEILING = {
+    "f64": "fp64",
+    "c128": "fp64",
+    "f32": "fp32",
+    "c64": "fp32",
+    "bf16": "bf16",
+    "f16": "fp16",
+    "s8": "int8",
+    "u8": "int8",
+}
+
+
+def dtype_ceiling(dtype: str) -> str:
+    """The ceiling key (``fp32``, ``bf16``, ``fp8``, ...) of an XLA element type, or ""."""
+    if dtype.startswith("f8"):
+        return "fp8"
+    return _DTYPE_CEILING.get(dtype, "")
+
+
+def op_details(
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
+    stats: OpStats,
+    selection: Selection,
+) -> list[dict]:
+    """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
+
+    ``dtype_peak_gflops`` is the ceiling of the op's own input dtype when known (else the
+    single peak); wasted time is time x (1 - roofline efficiency), never negative, and its
+    fraction is of the selection's device time. Ties keep record order (a stable sort).
+    """
+    columns = _op_detail_columns(as_model(database), stats, selection)
+    lists = [v.tolist() if isinstance(v, np.ndarray) else v for v in columns.values()]
+    return [dict(zip(columns, row)) for row in zip(*lists)]
+
+
+def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection, indent) -> str:
+    """``json.dumps`` of ``op_details`` as the value of a top-level key."""
+    columns = _op_detail_columns(model, stats, selection)
+    floats = [k for k, v in columns.items() if isinstance(v, np.ndarray) and v.dtype == float]
+    arrays: list[np.ndarray] = [np.asarray(columns[k]) for k in floats]
+    texts = dict(zip(floats, float_columns_text(arrays)))
+    for key, values in columns.items():
+        if key in texts:
+            continue
+        if isinstance(values, list) or values.dtype == object:
+            texts[key] = string_texts(values)
+        elif values.dtype == bool:
+            texts[key] = bool_texts(values)
+        else:
+            texts[key] = int_texts(values)
+    items = objects_text(list(columns), [texts[k] for k in columns], indent, 2)
+    return list_text(items, indent, 1)
+
+
+def _selected_ops(model: RooflineModel, selection: Selection) -> RecordSet:
+    """The op records of the selection (infeed/outfeed included), in rank order."""
+    records = model.records
+    wanted = (
+        (records["record_type"] == selection.record_type)
+        & (records["step_num"] == selection.step_num)
+        & (records["rank"] != 0)
+        & records["include_infeed_outfeed"]
+    )
+    return records.take(np.flatnonzero(wanted))
+
+
+def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None:
+    """A WARNING naming the ops above their roof by more than ``ABOVE_ROOF``, and why a
+    number that cannot be physical usually comes about; None when there are none."""
+    if not len(model.records):
+        return None
+    ops = _selected_ops(model, selection)
+    above = np.flatnonzero(ops["roofline_efficiency"] > ABOVE_ROOF)
+    if not len(above):
+        return None
+    above = above[np.argsort(-ops["roofline_efficiency"][above], kind="stable")]
+    names = [
+        f"{name} at {100 * efficiency:,.0f} %"
+        for name, efficiency in zip(
+            np.asarray(ops["hlo_name"], object)[above].tolist(),
+            ops["roofline_efficiency"][above].tolist(),
+        )
+    ]
+    return (
+        f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} % (not physical): "
+        f"{named(names, 'op', at_most=3)} of the roof. Likely causes: peaks below the "
+        "device's, cache hits counted as memory traffic (small tensors), a time covering only "
+        "part of the work (asynchronous ops), or a cost above the real one."
+    )
+
+
+def _with_plausibility(header: dict, model: RooflineModel, selection: Selection) -> dict:
+    """Our json's diagnostics: XProf's, plus the above-roof warning (not in the datatable)."""
+    warning = above_roof_warning(model, selection)
+    if warning is None:
+        return header
+    diagnostics = dict(header.get("diagnostics", {}))
+    diagnostics["warnings"] = [*diagnostics.get("warnings", []), warning]
+    return {**header, "diagnostics": diagnostics}
+
+
+def _op_detail_columns(
+    model: RooflineModel, stats: OpStats, selection: Selection
+) -> dict[str, np.ndarray | list]:
+    """The columns of ``op_details``, in its key order."""
+    ops = _selected_ops(model, selection)
+    db = selection.db
+    by_op = dict(zip(zip(db.program_id.tolist(), db.name.tolist()), db.dtype.tolist()))
+    dtypes = [
+        by_op.get(op, "") for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())
+    ]
+    ceilings = stats.perf_env.dtype_tflops
+    peak = model.header.peak_flop_rate
+    ceiling_of = {d: ceilings.get(dtype_ceiling(d), 0.0) * 1000.0 or peak for d in set(dtypes)}
+    ceiling = np.array([ceiling_of[d] for d in dtypes], np.float64)
+    compute = safe_divide(ops["measured_flop_rate"], ceiling)
+    memory = ops["memory_bw_relative_to_hw_limit"]
+    efficiency = ops["roofline_efficiency"]
+    # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
+    capped = np.where(1.0 < efficiency, 1.0, efficiency)
+    wasted = ops["total_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
+    wasted_rank = np.empty(len(ops), np.int64)
+    wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)
+    return {
+        "hlo_module_id": list(map(str, ops["hlo_module_id"].tolist())),
+        "hlo_name": ops["hlo_name"],
+        "rank": ops["rank"],
+        "dtype": dtypes,
+        "dtype_peak_gflops": ceiling,
+        "dtype_compute_efficiency": compute,
+        "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
+        "wasted_time_us": wasted,
+        "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
+        "above_roof": efficiency > ABOVE_ROOF,
+        "wasted_time_rank": wasted_rank,
+    }
+
+
+def _unattributed(stats: OpStats) -> list[dict]:
+    db = stats.unattributed
+    if db is None:
+        return []
+    rows = sorted(range(len(db)), key=lambda i: -int(db.time_ps[i]))
+    return [
+        {
+            "name": str(db.name[i]),
+            "category": str(db.category[i]),
+            "occurrences": int(db.occurrences[i]),
+            "total_time_us": int(db.time_ps[i]) / 1e6,
+        }
+        for i in rows
+    ]
+
+
+_INT64_TYPES = {
+    FieldDescriptor.TYPE_INT64,
+    FieldDescriptor.TYPE_UINT64,
+    FieldDescriptor.TYPE_SINT64,
+    FieldDescriptor.TYPE_FIXED64,
+    FieldDescriptor.TYPE_SFIXED64,
+}
+
+
+def message_to_dict(message) -> dict:
+    """protobuf's JSON mapping with proto field names, for set fields only.
+
+    The same result as ``json_format.MessageToDict(..., preserving_proto_field_name=True)``
+    on our messages (64-bit integers as strings, enums by name), several times faster:
+    databases with thousands of records are turned into JSON on every new selection.
+    """
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            if _is_repeated(field):
+                out[field.name] = [message_to_dict(v) for v in value]
+            else:
+                out[field.name] = message_to_dict(value)
+        elif field.type == FieldDescriptor.TYPE_ENUM:
+            names = field.enum_type.values_by_number
+            values = value if _is_repeated(field) else [value]
+            named = [names[v].name if v in names else v for v in values]
+            out[field.name] = named if _is_repeated(field) else named[0]
+        elif field.type in _INT64_TYPES:
+            out[field.name] = [str(v) for v in value] if _is_repeated(field) else str(value)
+        else:
+            out[field.name] = list(value) if _is_repeated(field) else value
+    return out
+
+
+def _is_repeated(field) -> bool:
+    repeated = getattr(field, "is_repeated", None)
+    return repeated if repeated is not None else field.label == FieldDescriptor.LABEL_REPEATED
+
+
+# The record fields by field number (their order in the JSON mapping), source_info included.
+_RECORD_FIELDS = sorted(
+    roofline_model_pb2.RooflineModelRecord.DESCRIPTOR.fields, key=lambda f: f.number
+)
+_DATABASE_NUMBERS = {
+    f.name: f.number for f in roofline_model_pb2.RooflineModelDatabase.DESCRIPTOR.fields
+}
+_RECORDS_KEY = "roofline_model_record"
+
+
+def _record_patterns(records: RecordSet) -> list[tuple[np.ndarray, list]]:
+    """Records grouped by the optional fields they set (step_num, source_info): the
+    records' indices and the fields they set, in JSON order."""
+    per_step = records.is_per_step()
+    has_source = records["has_source_info"]
+    patterns = []
+    for step_set in (False, True):
+        for source_set in (False, True):
+            index = np.flatnonzero((per_step == step_set) & (has_source == source_set))
+            if len(index):
+                fields = [
+                    f
+                    for f in _RECORD_FIELDS
+                    if (f.name != "step_num" or step_set)
+                    and (f.name != "source_info" or source_set)
+                ]
+                patterns.append((index, fields))
+    return patterns
+
+
+def _source_dicts(records: RecordSet) -> list[dict]:
+    """SourceInfo as protobuf JSON (proto3: empty and zero fields left out)."""
+    return [
+        {k: v for k, v in (("file_name", f), ("line_number", n), ("stack_frame", s)) if v}
+        for f, n, s in zip(
+            records["source_file"].tolist(),
+            records["source_line"].tolist(),
+            records["source_stack"].tolist(),
+        )
+    ]
+
+
+def _field_values(records: RecordSet, field) -> list:
+    """A record field's column as ``message_to_dict`` gives it (int64 as str, enums named)."""
+    if field.name == "source_info":
+        return _source_dicts(records)
+    values = records[field.name].tolist()
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        names = {v.number: v.name for v in field.enum_type.values}
+        return [names.get(v, v) for v in values]
+    if field.type in _INT64_TYPES:
+        return list(map(str, values))
+    return values
+
+
+def _field_texts(records: RecordSet, field, indent: int | None, level: int) -> list[str]:
+    """A record field's column as JSON text (a record's fields are at ``level``)."""
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return bool_texts(records[field.name])
+    if field.type in _INT64_TYPES:
+        return ['"' + v + '"' for v in map(str, records[field.name].tolist())]
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return string_texts(records[field.name])
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return string_texts(_field_values(records, field))
+    if field.name == "source_info":
+        return _source_texts(records, indent, level)
+    return int_texts(records[field.name])  # uint32 step_num
+
+
+def _source_texts(records: RecordSet, indent: int | None, level: int) -> list[str]:
+    """``json.dumps`` of ``_source_dicts`` at ``level``: one template per set of present
+    fields."""
+    files, lines, stacks = records["source_file"], records["source_line"], records["source_stack"]
+    present = 4 * (files != "") + 2 * (lines != 0) + (stacks != "")
+    texts = {
+        "file_name": lambda index: string_texts(files[index]),
+        "line_number": lambda index: int_texts(lines[index]),
+        "stack_frame": lambda index: string_texts(stacks[index]),
+    }
+    out = np.full(len(files), "{}", object)
+    for code in np.unique(present).tolist():
+        keys = [k for bit, k in zip((4, 2, 1), texts) if code & bit]
+        if keys:
+            index = np.flatnonzero(present == code)
+            out[index] = objects_text(keys, [texts[k](index) for k in keys], indent, level)
+    return out.tolist()
+
+
+def _per_record(records: RecordSet, make) -> list:
+    """``make(sub_records, fields)`` for each group of records setting the same fields,
+    put back into record order."""
+    patterns = _record_patterns(records)
+    if len(patterns) == 1:
+        return make(records, patterns[0][1])
+    out = [None] * len(records)
+    for index, fields in patterns:
+        for i, item in zip(index.tolist(), make(records.take(index), fields)):
+            out[i] = item
+    return out
+
+
+def record_dicts(records: RecordSet) -> list[dict]:
+    """The records as ``message_to_dict`` of their messages, from the columns."""
+
+    def make(sub: RecordSet, fields: list) -> list[dict]:
+        names = [f.name for f in fields]
+        columns = [_field_values(sub, f) for f in fields]
+        return [dict(zip(names, row)) for row in zip(*columns)]
+
+    return _per_record(records, make)
+
+
+def records_text(records: RecordSet, indent: int | None, level: int) -> str:
+    """``json.dumps`` of ``record_dicts(records)`` as a value nested at ``level``."""
+
+    def make(sub: RecordSet, fields: list) -> list[str]:
+        doubles = [f for f in fields if f.type == FieldDescriptor.TYPE_DOUBLE]
+        texts = dict(zip(doubles, float_columns_text([sub[f.name] for f in doubles])))
+        columns = [
+            texts[f] if f in texts else _field_texts(sub, f, indent, level + 2) for f in fields
+        ]
+        return objects_text([f.name for f in fields], columns, indent, level + 1)
+
+    return list_text(_per_record(records, make), indent, level)
+
+
+def _with_records(header: dict, records) -> dict:
+    """A database dict with ``records`` in the place of its field number."""
+    out: dict[str, Any] = {}
+    for key, value in header.items():
+        if _DATABASE_NUMBERS[key] > _DATABASE_NUMBERS[_RECORDS_KEY]:
+            out.setdefault(_RECORDS_KEY, records)
+        out[key] = value
+    out.setdefault(_RECORDS_KEY, records)
+    return out
+
+
+def database_dict(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> dict:
+    """``message_to_dict`` of the database, its records made from the columns."""
+    if isinstance(database, roofline_model_pb2.RooflineModelDatabase):
+        return message_to_dict(database)
+    header = message_to_dict(database.header)
+    if not len(database.records):
+        return header
+    return _with_records(header, record_dicts(database.records))
+
+
+def _body(
+    model: RooflineModel,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection,
+    database: dict,
+    ops: list[dict] | None = None,
+) -> dict:
+    return {
+        "step": selection.label,
+        "format": "tb-roofline/1",
+        "generator": f"tb_roofline_plugin {__version__}",
+        "sources": sources,
+        "hosts": stats.hosts,
+        "device": device_summary(stats),
+        "steps": [
+            {
+                "step_num": s.step_num,
+                "complete": s.complete,
+                "duration_us": s.duration_ps / 1e6,
+            }
+            for s in stats.steps
+        ],
+        "ops": op_details(model, stats, selection) if ops is None else ops,
+        "unattributed_kernels": _unattributed(stats),
+        "notes": stats.notes,
+        "database": database,
+    }
+
+
+def to_json(
+    database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+) -> dict:
+    """Our complete form: the database as protobuf JSON plus what the UI needs besides.
+
+    For the whole profile the database is XProf's (Program rows per step); for a step or
+    the average step it holds that step's Program and op records.
+    """
+    selection = selection or select(stats, TOTAL)
+    model = as_model(database)
+    header = _with_plausibility(database_dict(database), model, selection)
+    return _body(model, stats, sources, selection, header)
+
+
+def complete_json_text(
+    model: RooflineModel,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+    indent: int | None = None,
+) -> str:
+    """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
+    selection = selection or select(stats, TOTAL)
+    header = _with_plausibility(message_to_dict(model.header), model, selection)
+    if len(model.records):
+        header = _with_records(header, [])
+    body = _body(model, stats, sources, selection, header, ops=[])
+    if not len(model.records):
+        body["ops"] = op_details(model, stats, selection)
+        return json.dumps(body, indent=indent)
+    parts: dict[tuple, str | list[str]] = {
+        ("database", _RECORDS_KEY): records_text(model.records, indent, 2),
+        ("ops",): _op_details_text(model, stats, selection, indent),
+    }
+    text = dumps_with(body, parts, indent)
+    if text is None:  # a placeholder clashed with the profile's text: the slow way
+        body["database"] = _with_plausibility(database_dict(model), model, selection)
+        body["ops"] = op_details(model, stats, selection)
+        text = json.dumps(body, indent=indent)
+    return text
+
+
+def selection_model(stats: OpStats, selection: Selection) -> RooflineModel:
+    """The database of a selection: the whole profile's, or a step's (or the average's)."""
+    if selection.label == TOTAL:
+        return roofline_model(stats)
+    return step_roofline_model(stats, selection.db, selection.record_type, selection.step_num)
+
+
+def selection_database(
+    stats: OpStats, selection: Selection
+) -> roofline_model_pb2.RooflineModelDatabase:
+    return selection_model(stats, selection).database()
+
+
+def render_pieces(
+    stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL
+) -> list[str]:
+    """The text of ``stats`` in one of FORMATS, in pieces to be written one after the other
+    (a big datatable is never joined in memory); ``step`` selects json records."""
+    selection = select(stats, step)
+    model = selection_model(stats, selection)
+    if fmt == "datatable":
+        return datatable_pieces(model)
+    if fmt == "json":
+        return [complete_json_text(model, stats, sources, selection, indent=1)]
+    if fmt == "csv":
+        return [csv_text(model)]
+    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def render(stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL) -> str:
+    """The text of ``stats`` in one of FORMATS; ``step`` selects json records."""
+    return "".join(render_pieces(stats, fmt, sources, step))

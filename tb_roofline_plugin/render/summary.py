@@ -1,0 +1,173 @@
+"""A terminal summary of a roofline: device, program and the ops that take the time.
+
+It stays readable at any size: a profile with thousands of steps shows its slowest few and
+says how many there are, and every message is kept to a few lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ops.op_stats import OpStats
+from ..ops.selection import TOTAL, select
+from ..protos import roofline_model_pb2
+from ..roofline.model import roofline_model
+from ..wording import numbered
+from .export import above_roof_warning, device_summary
+
+MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
+MAX_MESSAGES = 10  # per severity
+MAX_MESSAGE_CHARS = 400
+LONG_NUMBER_LIST = 8  # a run of more comma-separated numbers than this is summarised
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def chart_intensity(rec: roofline_model_pb2.RooflineModelRecord) -> float:
+    """FLOP/byte where the record sits on a roofline: against its bounding memory, or, with
+    no bound (no peaks known), its operational intensity (FLOPs per byte accessed)."""
+    return rec.bottleneck_operational_intensity or rec.operational_intensity
+
+
+def _record_row(
+    rec: roofline_model_pb2.RooflineModelRecord, label: str, peaks_known: bool, memory: str = "HBM"
+) -> list[str]:
+    return [
+        label,
+        rec.hlo_name[:40],
+        memory if rec.bound_by == "HBM" else rec.bound_by,  # XProf's label for main memory
+        f"{rec.total_time_in_us:,.1f}",
+        f"{100 * rec.total_time_in_percentage:.1f}",
+        f"{rec.measured_flop_rate:,.1f}",
+        f"{rec.hbm_bw:,.1f}",
+        f"{chart_intensity(rec):.3g}",
+        f"{100 * rec.roofline_efficiency:.1f}" if peaks_known else "-",
+    ]
+
+
+def _header(memory: str) -> list[str]:
+    return [
+        "step/rank",
+        "operation",
+        "bound by",
+        "time (us)",
+        "time %",
+        "GFLOP/s",
+        f"{memory} GiB/s",
+        "OI (F/B)",
+        "roofline %",
+    ]
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_NUMBER_RUN = re.compile(f"{_NUMBER}(?:, {_NUMBER}){{{LONG_NUMBER_LIST},}}")
+
+
+def readable_message(text: str, max_chars: int = MAX_MESSAGE_CHARS) -> str:
+    """A message kept short: long runs of numbers become "0, 1, …, 1497 (1,498 in all)",
+    and what is still too long is cut with a count of what was left out."""
+
+    def collapse(match: re.Match) -> str:
+        items = match.group(0).split(", ")
+        return f"{items[0]}, {items[1]}, …, {items[-1]} ({len(items):,} in all)"
+
+    text = _NUMBER_RUN.sub(collapse, text)
+    if len(text) > max_chars:
+        text = f"{text[:max_chars].rstrip()}… ({len(text) - max_chars:,} more characters)"
+    return text
+
+
+def _messages(severity: str, messages: list[str]) -> list[str]:
+    out = [f"{severity}: {readable_message(m)}" for m in messages[:MAX_MESSAGES]]
+    if len(messages) > MAX_MESSAGES:
+        more = len(messages) - MAX_MESSAGES
+        out.append(f"{severity}: … and {more:,} more (see `tb-roofline export --format json`)")
+    return out
+
+
+def _step_rows(
+    steps: list[roofline_model_pb2.RooflineModelRecord], peaks_known: bool, memory: str
+) -> tuple[list[list[str]], str]:
+    """Every step's Program row, or the slowest MAX_STEP_ROWS in step order and a line
+    saying so."""
+    chosen = steps
+    if len(steps) > MAX_STEP_ROWS:
+        slowest = sorted(steps, key=lambda r: -r.total_time_in_us)[:MAX_STEP_ROWS]
+        chosen = sorted(slowest, key=lambda r: r.step_num)
+    rows = [_record_row(r, f"step {r.step_num}", peaks_known, memory) for r in chosen]
+    if len(chosen) == len(steps):
+        return rows, ""
+    numbers = [r.step_num for r in steps]
+    return rows, (
+        f"steps: the {len(chosen)} slowest of {numbered(numbers, 'step')} "
+        "(every step: `tb-roofline export --format csv`)"
+    )
+
+
+def _device_lines(device: dict) -> list[str]:
+    kind = f"{device['device_type'] or 'unknown'} ({device['hardware_type']})"
+    cores = f"{device['device_core_count']} cores"
+    if not device["peaks_known"]:
+        return [
+            f"device: {kind}, {cores}; no peaks known: no roofs, bound or efficiency; OI is "
+            "FLOPs per byte accessed. Give --peaks NAME|FILE (see `tb-roofline calibrate`)",
+            f"  {device['main_memory']}: bandwidth unknown",
+        ]
+    out = [f"device: {kind}, {cores}; peak {device['peak_flop_rate_gflops']:,.0f} GFLOP/s per core"]
+    for memory in device["memories"]:
+        out.append(
+            f"  {memory['name']}: {memory['peak_gbps']:,.1f} GB/s, "
+            f"ridge point {memory['ridge_point']:.1f} FLOP/byte"
+        )
+    return out
+
+
+def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
+    model = roofline_model(stats)
+    database = model.database()
+    device = device_summary(stats)
+    known, memory = device["peaks_known"], device["main_memory"]
+    out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
+    records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
+    rows = [_header(memory)]
+    steps = []
+    footnote = ""
+    for rec in records:
+        if rec.record_type == roofline_model_pb2.ALL and rec.rank == 0:
+            rows.append(_record_row(rec, "Total", known, memory))
+        elif rec.record_type == roofline_model_pb2.AVERAGE_STEP:
+            rows.append(_record_row(rec, "Average", known, memory))
+        elif rec.record_type == roofline_model_pb2.PER_STEP:
+            steps.append(rec)
+    if steps:
+        step_rows, footnote = _step_rows(steps, known, memory)
+        rows.extend(step_rows)
+    ops = [r for r in records if r.record_type == roofline_model_pb2.ALL and r.rank > 0][:top]
+    rows.extend(_record_row(rec, str(rec.rank), known, memory) for rec in ops)
+    out.append("")
+    out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")
+    if footnote:
+        out.append(footnote)
+    diag = database.diagnostics
+    warnings = list(diag.warnings)
+    above_roof = above_roof_warning(model, select(stats, TOTAL))
+    if above_roof is not None:
+        warnings.append(above_roof)
+    for severity, messages in (("INFO", diag.info), ("WARNING", warnings)):
+        out.extend(_messages(severity, list(messages)))
+    return "\n".join(out) + "\n"
+
+
+def demo_summary(path: str) -> str:
+    from ..platforms.analysis import analyze_file
+
+    return f"wrote demo profile {path}\n" + summary_text(analyze_file(path), [path])

@@ -1,0 +1,42 @@
+"""Converting one host's profile file: the unit of work of worker processes and Dask tasks."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import ProfileError, UnreadableProfile
+from ..ops.op_stats import OpStats
+from ..platforms.analysis import analyze_decoded
+from ..xspace.discovery import filesystem
+from ..xspace.profile_reader import decode_profile
+from . import stats_store
+
+
+def convert_file(path: str, peaks: str | None = None) -> OpStats:
+    """OpStats of one ``<host>.xplane.pb`` (local or remote); ProfileError for bad input."""
+    fs = filesystem(path)
+    perf_env = None
+    if peaks:
+        from ..peaks.devices import load_perf_env
+
+        perf_env = load_perf_env(peaks)
+    try:
+        profile = decode_profile(fs.read(path), path)  # the bytes live in the profile only
+    except OSError as exc:
+        raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
+    profile.release_lines = True
+    return analyze_decoded(profile, path, perf_env)
+
+
+def convert_to_store(path: str, cache_dir: str, peaks: str | None = None) -> tuple[str, str]:
+    """Converts ``path`` into ``cache_dir``; returns (path, "ok" | "cached" | the error)."""
+    fs = filesystem(path)
+    size, mtime = fs.stat(path)
+    key = stats_store.cache_key(path, size, mtime, peaks)
+    if os.path.exists(os.path.join(cache_dir, f"{key}.npz")):
+        return path, "cached"
+    try:
+        stats_store.save(cache_dir, key, convert_file(path, peaks))
+    except ProfileError as exc:
+        return path, str(exc)
+    return path, "ok"

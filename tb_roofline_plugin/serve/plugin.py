@@ -1,0 +1,258 @@
+"""The TensorBoard plugin: thin HTTP handlers over ``RooflineService``.
+
+Every response goes through TensorBoard's ``http_util.Respond`` (CSP, nosniff,
+gzip); errors are JSON ``{"error": ...}`` with a 4xx status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import time
+
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from ..errors import RooflineError
+from ..metadata import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, PLUGIN_NAME
+from ..xspace.discovery import has_profiles
+from .calibrator import Calibrator
+from .service import Forbidden, RooflineService
+
+RUNS_ROUTE = "/runs"
+HOSTS_ROUTE = "/hosts"
+STEPS_ROUTE = "/steps"
+DATA_ROUTE = "/data"
+DATA_CSV_ROUTE = "/data_csv"
+COMPARE_ROUTE = "/compare"
+PEAKS_ROUTE = "/peaks"
+CALIBRATE_ROUTE = "/calibrate"
+# A header only same-origin scripts can send (a cross-origin one needs a CORS preflight that
+# TensorBoard never grants), so another web page cannot start a measurement.
+CALIBRATE_HEADER = "X-Roofline-Calibrate"
+STATIC_ROUTE = "/static/*"
+ES_MODULE_PATH = "/static/index.js"
+ACTIVE_TTL_S = 30.0
+
+_FRONTEND_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,100}$")
+
+
+def frontend_dir() -> str:
+    """The frontend files: inside the installed package, or ``frontend/`` of a checkout."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package
+    for candidate in (os.path.join(here, "frontend"), os.path.join(here, os.pardir, "frontend")):
+        if os.path.isfile(os.path.join(candidate, "index.js")):
+            return os.path.normpath(candidate)
+    return os.path.join(here, "frontend")
+
+
+def plotly_js_path() -> str | None:
+    """plotly.min.js as shipped inside the installed ``plotly`` package (served, never fetched)."""
+    try:
+        import plotly
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+    return path if os.path.isfile(path) else None
+
+
+def _route(handler):
+    """werkzeug's ``Request.application`` on a method (its stub types it for functions)."""
+    return wrappers.Request.application(handler)  # type: ignore[arg-type]
+
+
+def xprof_installed() -> bool:
+    """True when XProf's ``profile`` plugin is installed (then our tab says "Roofline")."""
+    try:
+        points = importlib.metadata.entry_points()
+        group = (
+            points.select(group="tensorboard_plugins")
+            if hasattr(points, "select")
+            else points.get("tensorboard_plugins", [])  # type: ignore[arg-type]  # Python 3.9
+        )
+        return any(ep.name == "profile" for ep in group)
+    except Exception:  # a broken distribution must not break our tab
+        return False
+
+
+def _flag(context: base_plugin.TBContext, name: str, default):
+    value = getattr(context.flags, name, None) if context.flags is not None else None
+    return default if value is None else value
+
+
+def _logdir(context: base_plugin.TBContext) -> str:
+    if context.logdir:
+        return context.logdir
+    spec = getattr(context.flags, "logdir_spec", "") if context.flags is not None else ""
+    first = spec.split(",")[0] if spec else ""
+    return first.split(":", 1)[1] if ":" in first and "://" not in first else first
+
+
+class RooflinePlugin(base_plugin.TBPlugin):
+    """Roofline models of the profile runs in the logdir."""
+
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext, *, service: RooflineService | None = None):
+        self._logdir = _logdir(context)
+        self._service = service or RooflineService(
+            self._logdir,
+            cache_mb=_flag(context, "roofline_cache_mb", DEFAULT_CACHE_MB),
+            max_file_mb=_flag(context, "roofline_max_file_mb", DEFAULT_MAX_FILE_MB),
+            peaks=_flag(context, "roofline_peaks", None),
+            workers=_flag(context, "roofline_workers", os.cpu_count() or 1),
+            cache_dir=_flag(context, "roofline_cache_dir", None),
+            calibrator=Calibrator(_flag(context, "roofline_calibration_dir", None)),
+        )
+        self._active: tuple[float, bool] | None = None
+
+    @property
+    def service(self) -> RooflineService:
+        return self._service
+
+    def get_plugin_apps(self):
+        return {
+            RUNS_ROUTE: self._runs_route,
+            HOSTS_ROUTE: self._hosts_route,
+            STEPS_ROUTE: self._steps_route,
+            DATA_ROUTE: self._data_route,
+            DATA_CSV_ROUTE: self._data_csv_route,
+            COMPARE_ROUTE: self._compare_route,
+            PEAKS_ROUTE: self._peaks_route,
+            CALIBRATE_ROUTE: self._calibrate_route,
+            STATIC_ROUTE: self._static_route,
+        }
+
+    def is_active(self) -> bool:
+        """A bounded, cached walk: positive answers are kept, negative ones for 30 s."""
+        now = time.monotonic()
+        if self._active is not None and (self._active[1] or now - self._active[0] < ACTIVE_TTL_S):
+            return self._active[1]
+        active = has_profiles(self._logdir)
+        self._active = (now, active)
+        return active
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(
+            es_module_path=ES_MODULE_PATH,
+            tab_name="Roofline" if xprof_installed() else "Profile",
+            disable_reload=True,
+        )
+
+    # --- routes -------------------------------------------------------------------------------
+
+    def _json(self, request, compute):
+        """Runs ``compute`` and responds with its JSON, or with a JSON error."""
+        try:
+            body = compute()
+        except RooflineError as exc:
+            return self._error(request, exc)
+        return http_util.Respond(request, body, "application/json")
+
+    def _error(self, request, exc: RooflineError):
+        status = exc.status
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return http_util.Respond(request, {"error": message}, "application/json", code=status)
+
+    @_route
+    def _runs_route(self, request):
+        return self._json(request, self._service.runs)
+
+    @_route
+    def _hosts_route(self, request):
+        return self._json(request, lambda: self._service.hosts(request.args.get("run")))
+
+    @_route
+    def _steps_route(self, request):
+        args = request.args
+        return self._json(request, lambda: self._service.steps(args.get("run"), args.get("host")))
+
+    @_route
+    def _data_route(self, request):
+        args = request.args
+        return self._json(
+            request,
+            lambda: self._service.data(
+                args.get("run"),
+                args.get("host"),
+                args.get("tag"),
+                args.get("format"),
+                args.get("step"),
+                args.get("peaks"),
+            ),
+        )
+
+    @_route
+    def _compare_route(self, request):
+        args = request.args
+        a = (args.get("a_run"), args.get("a_host"), args.get("a_step"))
+        b = (args.get("b_run"), args.get("b_host"), args.get("b_step"))
+        return self._json(request, lambda: self._service.compare(a, b, args.get("peaks")))
+
+    @_route
+    def _peaks_route(self, request):
+        return self._json(request, self._service.peaks_options)
+
+    @_route
+    def _calibrate_route(self, request):
+        """GET: the measurement's status (polled); POST: start measuring this machine."""
+        if request.method == "GET":
+            return self._json(request, self._service.calibration)
+        if request.method != "POST":
+            return http_util.Respond(
+                request, {"error": "use GET (status) or POST (start)"}, "application/json", code=405
+            )
+        if request.headers.get(CALIBRATE_HEADER) != "1":
+            return self._error(
+                request, Forbidden(f"POST calibrate needs the header {CALIBRATE_HEADER}: 1")
+            )
+        try:
+            body = self._service.calibrate()
+        except RooflineError as exc:
+            return self._error(request, exc)
+        return http_util.Respond(request, body, "application/json", code=202)
+
+    @_route
+    def _data_csv_route(self, request):
+        args = request.args
+        try:
+            text, name = self._service.data_csv(
+                args.get("run"), args.get("host"), args.get("tag"), args.get("peaks")
+            )
+        except RooflineError as exc:
+            return self._error(request, exc)
+        return http_util.Respond(
+            request,
+            text,
+            "text/csv",
+            headers=[("Content-Disposition", f'attachment; filename="{name}"')],
+        )
+
+    @_route
+    def _static_route(self, request):
+        prefix = f"/data/plugin/{PLUGIN_NAME}/static/"
+        path = request.path
+        name = path[path.find(prefix) + len(prefix) :] if prefix in path else ""
+        return self._serve_file(request, name)
+
+    def _serve_file(self, request, name: str):
+        """A frontend file by its plain name (no folders), or plotly.min.js from its package."""
+        if name == "plotly.min.js":
+            path = plotly_js_path()
+        elif _PLAIN_NAME.fullmatch(name):
+            path = os.path.join(frontend_dir(), name)
+        else:
+            path = None
+        kind = _FRONTEND_TYPES.get(os.path.splitext(name)[1])
+        if path is None or kind is None or not os.path.isfile(path):
+            return http_util.Respond(
+                request, {"error": f"no such file {name!r}"}, "application/json", code=404
+            )
+        with open(path, "rb") as f:
+            content = f.read()
+        # Our modules change with the plugin version; plotly.min.js only with its package.
+        expires = 3600 if name == "plotly.min.js" else 0
+        return http_util.Respond(request, content, kind, expires=expires)

@@ -1,0 +1,435 @@
+"""What the HTTP routes do, as plain functions over a logdir: no HTTP in here.
+
+Request values are only ever looked up among the runs and hosts discovery found; a
+request never names a filesystem path. Conversions are cached per (file, size,
+mtime) in a bounded single-flight LRU; nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
+from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
+from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
+from ..ops.selection import TOTAL, BadStep, parse_step, select
+from ..peaks.perf_env import PerfEnv
+from ..protos import roofline_model_pb2
+from ..render.datatable import csv_file_name, csv_text, datatable_text
+from ..render.export import complete_json_text, selection_model
+from ..roofline.compare import Side, compare
+from ..roofline.model import RooflineModel, roofline_model
+from ..xspace import discovery
+from . import stats_store
+from .cache import DoNotCache, SingleFlightCache, Transient
+from .calibrator import CALIBRATED, Calibrator, inside
+from .convert import convert_file
+from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devices, with_peaks
+
+FORMATS = ("datatable", "json")
+MAX_VALUE_CHARS = 1024
+DISCOVERY_TTL_S = 5.0
+
+
+class RequestError(RooflineError):
+    """A request the service cannot answer; ``status`` is the HTTP status to send."""
+
+    status = 400
+
+
+class BadRequest(RequestError):
+    status = 400
+
+
+class TooLarge(RequestError):
+    status = 413
+
+
+class BadPeaks(RequestError):
+    """The server's --roofline_peaks cannot be used (a configuration problem, not the user's)."""
+
+    status = 503
+
+
+class Conflict(RequestError):
+    """The request is valid but needs something first (e.g. a calibration of this machine)."""
+
+    status = 409
+
+
+class Forbidden(RequestError):
+    status = 403
+
+
+@dataclass
+class Result:
+    """One converted selection (a host or all hosts of a run), as kept in the cache."""
+
+    stats: OpStats
+    model: RooflineModel
+    sources: list[str]
+    _rendered: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def database(self) -> roofline_model_pb2.RooflineModelDatabase:
+        """The whole profile's database message (built on every call: the API's form)."""
+        return self.model.database()
+
+    def rendered(self, fmt: str, step: str | int = TOTAL) -> str:
+        """The response text of a format (and, for json, a step), rendered once."""
+        key = f"{fmt}:{step}"
+        if key not in self._rendered:
+            if fmt == "datatable":
+                self._rendered[key] = datatable_text(self.model)
+            elif fmt == "csv":
+                self._rendered[key] = csv_text(self.model)
+            else:
+                selection = select(self.stats, step)
+                model = self.model if step == TOTAL else selection_model(self.stats, selection)
+                self._rendered[key] = complete_json_text(model, self.stats, self.sources, selection)
+        return self._rendered[key]
+
+    def size_bytes(self) -> int:
+        all_db = self.stats.all_db
+        numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
+        numeric += step_nbytes(self.stats.steps)
+        return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
+
+
+def required_value(name: str, value: str | None) -> str:
+    """A query value as given, or BadRequest: missing, too long or with control characters."""
+    if value is None or value == "":
+        raise BadRequest(f"missing query parameter {name!r}")
+    return _checked(name, value)
+
+
+def optional_value(name: str, value: str | None) -> str | None:
+    """A query value as given (None when absent), or BadRequest as ``required_value``."""
+    return None if value is None or value == "" else _checked(name, value)
+
+
+def _checked(name: str, value: str) -> str:
+    if len(value) > MAX_VALUE_CHARS:
+        raise BadRequest(f"query parameter {name!r} is longer than {MAX_VALUE_CHARS} characters")
+    if any(ord(c) < 32 for c in value):
+        raise BadRequest(f"query parameter {name!r} contains control characters")
+    return value
+
+
+def _constant(result: Result) -> Callable[[], Result]:
+    """A computation that gives ``result`` (one made ahead, in a worker process)."""
+    return lambda: result
+
+
+class RooflineService:
+    """Runs, hosts, steps and roofline data of one logdir."""
+
+    def __init__(
+        self,
+        logdir: str,
+        *,
+        cache_mb: float = DEFAULT_CACHE_MB,
+        max_file_mb: float = DEFAULT_MAX_FILE_MB,
+        peaks: str | None = None,
+        workers: int = 1,
+        cache_dir: str | None = None,
+        calibrator: Calibrator | None = None,
+        discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.logdir = logdir
+        self.calibrator = calibrator or Calibrator()
+        if logdir and "://" not in logdir and inside(self.calibrator.cache_dir, logdir):
+            self.calibrator.disabled = (
+                f"the calibration folder {self.calibrator.cache_dir} is inside the logdir, and "
+                "the plugin never writes there: start TensorBoard with "
+                "--roofline_calibration_dir DIR outside it"
+            )
+        self.peaks_spec = peaks
+        self._peaks: PerfEnv | None = None
+        self.workers = max(int(workers), 1)
+        self.cache_dir = cache_dir
+        self._pool = None  # worker processes, started on first use
+        self._prefetching = threading.Lock()  # one parallel conversion batch at a time
+        self.max_file_bytes = int(max_file_mb * 1e6)
+        self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
+        self._discover = discover
+        self._clock = clock
+        self._runs: dict[str, discovery.Run] = {}
+        self._runs_at = -float("inf")
+        self._lock = threading.Lock()
+
+    # --- discovery ----------------------------------------------------------------------------
+
+    def _all_runs(self, refresh: bool = False) -> dict[str, discovery.Run]:
+        with self._lock:
+            stale = self._clock() - self._runs_at > DISCOVERY_TTL_S
+            if refresh or stale:
+                self._runs = self._discover(self.logdir)
+                self._runs_at = self._clock()
+            return self._runs
+
+    def _run(self, run: str | None) -> discovery.Run:
+        run = required_value("run", run)
+        found = self._all_runs().get(run) or self._all_runs(refresh=True).get(run)
+        if found is None:
+            raise NotFound(f"unknown run {run!r}")
+        return found
+
+    def _host_files(self, run: str | None, host: str | None) -> list[discovery.HostFile]:
+        found = self._run(run)
+        host = required_value("host", host)
+        if host == ALL_HOSTS:
+            return list(found.hosts.values())
+        if host not in found.hosts:
+            raise NotFound(f"unknown host {host!r} in run {found.name!r}")
+        return [found.hosts[host]]
+
+    def runs(self) -> list[str]:
+        return list(self._all_runs(refresh=True))
+
+    def hosts(self, run: str | None) -> list[str]:
+        """The run's hosts; ``ALL_HOSTS`` first when there is more than one."""
+        names = list(self._run(run).hosts)
+        return ([ALL_HOSTS] if len(names) > 1 else []) + names
+
+    # --- conversion ---------------------------------------------------------------------------
+
+    def peaks(self) -> PerfEnv | None:
+        """The ``--roofline_peaks`` PerfEnv, loaded on first use (None without the flag)."""
+        if self.peaks_spec and self._peaks is None:
+            from ..peaks.devices import load_perf_env
+
+            try:
+                self._peaks = load_perf_env(self.peaks_spec)
+            except (KeyError, ValueError) as exc:
+                message = exc.args[0] if exc.args else str(exc)
+                raise BadPeaks(f"--roofline_peaks: {message}") from None
+        return self._peaks
+
+    def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
+        try:
+            size, mtime = fs.stat(host.path)
+        except OSError as exc:
+            raise ProfileError(host.path, f"cannot be read ({exc.strerror or exc})") from None
+        if size > self.max_file_bytes:
+            raise TooLarge(
+                f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
+                f"{self.max_file_bytes / 1e6:g}; not loaded"
+            )
+        key = ("host", host.path, size, mtime)
+
+        def convert() -> Result | Transient:
+            self.peaks()  # a bad --roofline_peaks is the server's problem, said once
+            stats = None
+            if self.cache_dir:
+                store_key = stats_store.cache_key(host.path, size, mtime, self.peaks_spec)
+                stats = stats_store.load(self.cache_dir, store_key)
+            if stats is None:
+                try:
+                    stats = convert_file(host.path, self.peaks_spec)
+                except UnreadableProfile as exc:
+                    raise DoNotCache(exc) from None
+                except ProfileError as exc:
+                    if self._changed(fs, host.path, size, mtime):
+                        raise DoNotCache(
+                            ProfileError(
+                                exc.path, f"{exc.problem} (the file changed while it was read)"
+                            )
+                        ) from None
+                    raise
+            result = Result(stats, roofline_model(stats), [host.path])
+            if self._changed(fs, host.path, size, mtime):
+                return Transient(result)  # what was read, but not under this (size, mtime)
+            return result
+
+        return self.cache.get(key, convert, Result.size_bytes), key
+
+    @staticmethod
+    def _changed(fs: discovery._Fs, path: str, size: int, mtime: float) -> bool:
+        try:
+            return fs.stat(path) != (size, mtime)
+        except OSError:
+            return True
+
+    def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
+        """Converts the hosts that are not cached yet in worker processes, in parallel."""
+        if self.workers < 2 or len(files) < 2 or self.cache_dir:
+            return
+        missing = []
+        for host in files:
+            try:
+                size, mtime = fs.stat(host.path)
+            except OSError:
+                continue
+            if size <= self.max_file_bytes and ("host", host.path, size, mtime) not in self.cache:
+                missing.append((host, ("host", host.path, size, mtime)))
+        if len(missing) < 2:
+            return
+        with self._prefetching:
+            missing = [(h, k) for h, k in missing if k not in self.cache]
+            if len(missing) >= 2:
+                self._convert_in_workers(missing)
+
+    def _convert_in_workers(self, missing: list[tuple[discovery.HostFile, tuple]]) -> None:
+        pool = self._worker_pool()
+        futures = [(pool.submit(convert_file, h.path, self.peaks_spec), h, k) for h, k in missing]
+        for future, host, key in futures:
+            try:
+                stats = future.result()
+            except Exception:  # the in-process path reports it, with its message
+                continue
+            result = Result(stats, roofline_model(stats), [host.path])
+            self.cache.get(key, _constant(result), Result.size_bytes)
+
+    def _worker_pool(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                context = multiprocessing.get_context("spawn")  # never fork a threaded server
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            return self._pool
+
+    def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
+        """The request's ``peaks``: None (the profile's, or --roofline_peaks), a built-in
+        device, or ``calibrated`` (this machine's measurement; 409 before there is one)."""
+        value = optional_value("peaks", peaks)
+        if value is None:
+            return None
+        if value == CALIBRATED:
+            if self.calibrator.disabled:
+                raise Conflict(f"calibration is off: {self.calibrator.disabled}")
+            current = self.calibrator.current()
+            if current is None:
+                raise Conflict(
+                    "this machine has not been measured yet: POST calibrate (the tab's "
+                    "'Measure this machine' button) and wait for it to finish"
+                )
+            return PeaksChoice(f"{CALIBRATED}:{current.version}", current.perf_env)
+        try:
+            return builtin_choice(value)
+        except UnknownPeaks as exc:
+            raise BadRequest(str(exc)) from None
+
+    def _judged(self, part: tuple[Result, tuple], choice: PeaksChoice | None):
+        """A host's result judged by the chosen peaks (cached under its own key)."""
+        result, key = part
+        if choice is None:
+            return part
+        peaks_key = ("peaks", choice.key, key)
+
+        def judge() -> Result:
+            stats = with_peaks(result.stats, choice.perf_env)
+            return Result(stats, roofline_model(stats), result.sources)
+
+        return self.cache.get(peaks_key, judge, Result.size_bytes), peaks_key
+
+    def result(self, run: str | None, host: str | None, peaks: str | None = None) -> Result:
+        """The converted selection: one host, or all hosts of the run combined; ``peaks``
+        (see ``peaks_choice``) judges it by other peaks."""
+        files = self._host_files(run, host)
+        choice = self.peaks_choice(peaks)
+        fs = discovery.filesystem(self.logdir)
+        self._prefetch(fs, files)
+        parts = [self._judged(self._host_result(fs, f), choice) for f in files]
+        if len(parts) == 1:
+            return parts[0][0]
+        key = ("all", tuple(k for _, k in parts))
+
+        def combine() -> Result:
+            stats = combine_hosts([r.stats for r, _ in parts])
+            return Result(stats, roofline_model(stats), [f.path for f in files])
+
+        return self.cache.get(key, combine, Result.size_bytes)
+
+    def peaks_options(self) -> dict:
+        """What the tab offers: built-in devices, this machine's calibration, the server's."""
+        return {
+            "builtin": builtin_devices(),
+            "calibration": self.calibrator.status(),
+            "server_peaks": bool(self.peaks_spec),
+        }
+
+    def calibration(self) -> dict:
+        return self.calibrator.status()
+
+    def calibrate(self) -> dict:
+        """Starts measuring this machine (once at a time); 409 when calibration is off."""
+        if self.calibrator.disabled:
+            raise Conflict(f"calibration is off: {self.calibrator.disabled}")
+        return self.calibrator.start()
+
+    def steps(self, run: str | None, host: str | None) -> dict:
+        stats = self.result(run, host).stats
+        return {
+            "has_step_markers": stats.has_step_markers,
+            "steps": [
+                {"step_num": s.step_num, "complete": s.complete, "duration_us": s.duration_ps / 1e6}
+                for s in stats.steps
+            ],
+        }
+
+    def data(
+        self,
+        run: str | None,
+        host: str | None,
+        tag: str | None,
+        fmt: str | None,
+        step: str | None = None,
+        peaks: str | None = None,
+    ) -> str:
+        """The roofline of a selection as JSON text (``datatable`` or ``json``).
+
+        ``step`` (json only) is ``total`` (default), ``average`` or a step number; ``peaks``
+        see ``peaks_choice``.
+        """
+        self._check_tag(tag)
+        fmt = optional_value("format", fmt) or "datatable"
+        if fmt not in FORMATS:
+            raise BadRequest(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        chosen = self._step(step)
+        if fmt == "datatable" and chosen != TOTAL:
+            raise BadRequest("step selects json records; the datatable holds every step")
+        result = self.result(run, host, peaks)
+        return result.rendered(fmt, chosen)
+
+    @staticmethod
+    def _step(step: str | None) -> str | int:
+        try:
+            return parse_step(optional_value("step", step))
+        except BadStep as exc:
+            raise BadRequest(str(exc)) from None
+
+    def compare(self, a: tuple, b: tuple, peaks: str | None = None) -> dict:
+        """Compares two (run, host, step) selections, both judged by ``peaks``."""
+        sides = []
+        for name, (run, host, step) in (("a", a), ("b", b)):
+            result = self.result(run, host, peaks)
+            try:
+                selection = select(result.stats, self._step(step))
+            except NotFound as exc:
+                raise NotFound(f"{name}: {exc}") from None
+            sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
+        return compare(*sides)
+
+    def data_csv(
+        self, run: str | None, host: str | None, tag: str | None, peaks: str | None = None
+    ) -> tuple[str, str]:
+        """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
+        tag = self._check_tag(tag)
+        text = self.result(run, host, peaks).rendered("csv")
+        return text, csv_file_name(tag, run or "", host or "")
+
+    @staticmethod
+    def _check_tag(tag: str | None) -> str:
+        tag = optional_value("tag", tag) or TAG
+        if tag != TAG:
+            raise NotFound(f"unknown tag {tag!r}; this plugin serves {TAG!r}")
+        return tag

@@ -1,0 +1,382 @@
+"""Reading XSpace profiles (``*.xplane.pb``): only the planes an analysis needs.
+
+The file is walked at the protobuf wire level first: each plane's name is read
+without decoding the plane, and only the planes a caller asks for are handed to
+protobuf. Host planes with millions of events are skipped at the cost of a few
+varint reads. Stats are resolved by name, numeric kinds are interchangeable and
+negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Union
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from ..errors import ProfileError
+from ..protos import xplane_lite_pb2, xplane_pb2
+from .event_table import line_tables
+
+UINT64_MASK = (1 << 64) - 1
+TPU_CORE_PLANE = re.compile(r"^/device:TPU:([0-9]+)$")
+GPU_PLANE = re.compile(r"^/device:GPU:([0-9]+)$")
+METADATA_PLANE = "/host:metadata"
+HOST_PLANE = "/host:CPU"
+TASK_ENV_PLANE = "Task Environment"
+
+# Decides from a plane's name (and the names of all planes) whether to decode it.
+PlaneFilter = Callable[[str, "list[str]"], bool]
+
+_PAST_END = "corrupt or truncated (a field runs past the end of the data)"
+_WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
+_FOREIGN_MAGIC = (
+    (b"\x1f\x8b", "a gzip file"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"{", "a JSON document"),
+    (b"[", "a JSON document"),
+    (b"<", "an XML/HTML document"),
+    (b"\x89PNG", "a PNG image"),
+)
+
+
+def device_planes_only(name: str, all_names: list[str] | None = None) -> bool:
+    """Device planes and ``/host:metadata`` (no host events)."""
+    return name.startswith("/device:") or name == METADATA_PLANE
+
+
+def with_host_plane(name: str, all_names: list[str] | None = None) -> bool:
+    """Device planes, metadata and the host plane (needed for host steps and CPU ops)."""
+    return device_planes_only(name) or name == HOST_PLANE
+
+
+def analysis_planes(name: str, all_names: list[str]) -> bool:
+    """What the roofline needs: the host plane only without TPU planes (GPU steps, CPU ops).
+
+    TPU steps and ops are on the device planes, so a TPU profile's host plane, often the
+    biggest part of the file, is skipped undecoded.
+    """
+    if any(TPU_CORE_PLANE.match(n) for n in all_names):
+        return device_planes_only(name)
+    return with_host_plane(name)
+
+
+class LineView:
+    """One line: its header decoded, its events decoded from the file's bytes on each read.
+
+    Keeping the line's place in the file instead of its events (a Python bytes object per
+    event) keeps a profile's memory close to the size of the file.
+    """
+
+    __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps",
+                 "raw", "base", "offset")  # fmt: skip
+
+    def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
+        header = xplane_lite_pb2.XLineHeader.FromString(raw)
+        self.id, self.display_id = header.id, header.display_id
+        self.name, self.display_name = header.name, header.display_name
+        self.timestamp_ns, self.duration_ps = header.timestamp_ns, header.duration_ps
+        self.raw = raw  # the XLine's bytes
+        self.base, self.offset = base, offset  # the file's bytes and where the line starts
+
+    @property
+    def events(self):
+        """The events as raw bytes (decoded now; not kept)."""
+        return xplane_lite_pb2.XLineLite.FromString(self.raw).events
+
+
+class PlaneView:
+    """A plane: metadata and stats decoded (an XPlaneLite without lines), lines as LineViews."""
+
+    def __init__(self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView]) -> None:
+        self._message = message
+        self.lines = lines
+
+    def __getattr__(self, name: str):
+        return getattr(self._message, name)
+
+
+def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+    rest, lines, pos = bytearray(), [], start
+    for number, wire, vstart, vend in _fields(buf, start, end):
+        field_end = vend if wire != _WIRE_VARINT else vstart
+        if number == 3 and wire == _WIRE_LEN:
+            lines.append(LineView(buf[vstart:vend], base, vstart))
+        else:
+            rest += buf[pos:field_end]
+        pos = field_end
+    return PlaneView(xplane_lite_pb2.XPlaneLite.FromString(bytes(rest)), lines)
+
+
+# A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
+Plane = Union[xplane_pb2.XPlane, PlaneView]
+
+
+@dataclass
+class Profile:
+    """The decoded part of one host's XSpace."""
+
+    path: str
+    hostnames: list[str]
+    planes: list[PlaneView]  # events stay in the file's bytes (event_table.py)
+    skipped_planes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # Set by the one who owns the file's bytes: lines may go once the readers are done.
+    release_lines: bool = False
+
+    def done_reading(self) -> None:
+        """The platform reader has read the lines: drop them (and so the file's bytes, which
+        they point into) when this profile owns them, so analysis runs without the file."""
+        if self.release_lines:
+            for plane in self.planes:
+                plane.lines = []
+
+    def plane(self, name: str) -> PlaneView | None:
+        return next((p for p in self.planes if p.name == name), None)
+
+    def planes_matching(self, pattern: re.Pattern[str]) -> list[PlaneView]:
+        """Planes whose name matches, ordered by the number the pattern captures."""
+        found = [(int(m.group(1)), p) for p in self.planes if (m := pattern.match(p.name))]
+        return [p for _, p in sorted(found, key=lambda t: t[0])]
+
+    @property
+    def all_plane_names(self) -> list[str]:
+        return [p.name for p in self.planes] + self.skipped_planes
+
+
+class _WireError(Exception):
+    pass
+
+
+def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end:
+            raise _WireError(_PAST_END)
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise _WireError("corrupt (varint longer than 10 bytes)")
+
+
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """Yields (field number, wire type, value start, value end or varint value)."""
+    pos = start
+    while pos < end:
+        tag, pos = _varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise _WireError("corrupt (field number 0)")
+        if wire == _WIRE_VARINT:
+            value, pos = _varint(buf, pos, end)
+            yield number, wire, pos, value
+        elif wire == _WIRE_LEN:
+            length, pos = _varint(buf, pos, end)
+            if pos + length > end:
+                raise _WireError(_PAST_END)
+            yield number, wire, pos, pos + length
+            pos += length
+        elif wire in (_WIRE_FIXED64, _WIRE_FIXED32):
+            size = 8 if wire == _WIRE_FIXED64 else 4
+            if pos + size > end:
+                raise _WireError(_PAST_END)
+            yield number, wire, pos, pos + size
+            pos += size
+        else:
+            raise _WireError(f"corrupt (invalid wire type {wire})")
+
+
+def _text(buf: memoryview, start: int, end: int) -> str:
+    try:
+        return bytes(buf[start:end]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _WireError("corrupt (a name is not valid UTF-8)") from exc
+
+
+def _plane_name(buf: memoryview, start: int, end: int) -> str:
+    for number, wire, vstart, vend in _fields(buf, start, end):
+        if number == 2 and wire == _WIRE_LEN:
+            return _text(buf, vstart, vend)
+    return ""
+
+
+def decode_profile(
+    data: bytes | memoryview, path: str = "<bytes>", want: PlaneFilter = analysis_planes
+) -> Profile:
+    """Decodes the planes ``want`` accepts; raises ProfileError naming ``path`` on bad input."""
+    buf = memoryview(data)
+    if len(buf) == 0:
+        raise ProfileError(path, "empty file (0 bytes), not an XSpace profile")
+    profile = Profile(path=path, hostnames=[], planes=[])
+    try:
+        found = []  # (name, start, end) of every plane, in file order
+        for number, wire, start, end in _fields(buf, 0, len(buf)):
+            if wire != _WIRE_LEN:
+                continue
+            if number == 1:
+                found.append((_plane_name(buf, start, end), start, end))
+            elif number in (2, 3, 4):
+                target = {2: profile.errors, 3: profile.warnings, 4: profile.hostnames}[number]
+                target.append(_text(buf, start, end))
+        names = [name for name, _, _ in found]
+        for name, start, end in found:
+            if want(name, names):
+                base = data if isinstance(data, bytes) else None
+                profile.planes.append(_plane_view(buf, start, end, base))
+            else:
+                profile.skipped_planes.append(name)
+    except _WireError as exc:
+        raise ProfileError(path, f"not a valid XSpace profile: wire format is {exc}") from None
+    except DecodeError as exc:
+        raise ProfileError(path, f"not a valid XSpace profile: {exc}") from None
+    if not profile.planes and not profile.skipped_planes:
+        raise ProfileError(path, f"not an XSpace profile: {_describe_foreign(buf)}")
+    return profile
+
+
+def _describe_foreign(buf: memoryview) -> str:
+    head = bytes(buf[:4])
+    for magic, what in _FOREIGN_MAGIC:
+        if head.startswith(magic):
+            return f"it looks like {what}"
+    return "no profile planes found"
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a local profile file; ProfileError naming it when it cannot be read."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            return f.read()
+    except IsADirectoryError:
+        raise ProfileError(name, "is a directory, expected an .xplane.pb file") from None
+    except FileNotFoundError:
+        raise ProfileError(name, "no such file") from None
+    except OSError as exc:
+        raise ProfileError(name, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def read_profile(
+    path: str | os.PathLike, want: PlaneFilter = analysis_planes, release_lines: bool = False
+) -> Profile:
+    """Reads and decodes one ``.xplane.pb`` file; with ``release_lines`` the file's bytes
+    are let go once the platform reader is done with the lines (``done_reading``)."""
+    profile = decode_profile(read_bytes(path), os.fspath(path), want)
+    profile.release_lines = release_lines
+    return profile
+
+
+# --- stats -----------------------------------------------------------------------------------
+
+
+def stat_names(plane: Plane) -> dict[int, str]:
+    return {key: meta.name for key, meta in plane.stat_metadata.items()}
+
+
+def stat_ids(plane: Plane, names: Iterable[str]) -> dict[str, int]:
+    """Maps each wanted stat name to its metadata id in this plane (absent names left out)."""
+    wanted = set(names)
+    return {meta.name: key for key, meta in plane.stat_metadata.items() if meta.name in wanted}
+
+
+def stat_value(stat: xplane_pb2.XStat, names: dict[int, str]) -> int | float | str | bytes | None:
+    """The stat's value; a ref value is the name of the stat metadata it points to."""
+    kind = stat.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "ref_value":
+        return names.get(stat.ref_value, "")
+    return getattr(stat, kind)
+
+
+def stats_dict(stats: Iterable[xplane_pb2.XStat], names: dict[int, str]) -> dict[str, object]:
+    return {names.get(s.metadata_id, ""): stat_value(s, names) for s in stats}
+
+
+MAX_MAGNITUDE = 1e200  # larger (or non-finite) stat values are corrupt: sums must stay finite
+
+
+def as_float(value: object, default: float = 0.0) -> float:
+    """int64, uint64 and double stats are interchangeable numbers; NaN/inf give ``default``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        if not math.isfinite(number):
+            return default
+        return max(-MAX_MAGNITUDE, min(number, MAX_MAGNITUDE))
+    return default
+
+
+def as_uint64(value: object, default: int = 0) -> int:
+    """Ids that are uint64 fingerprints may be stored as negative int64: mask them."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value & UINT64_MASK
+    if isinstance(value, float):
+        return int(value) & UINT64_MASK
+    return default
+
+
+def as_str(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+# --- events ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LineEvents:
+    """The events of one line as arrays (times in ps on the profile's time base)."""
+
+    metadata_id: np.ndarray
+    begin_ps: np.ndarray
+    duration_ps: np.ndarray
+    occurrences: np.ndarray
+    stats: dict[str, np.ndarray]
+
+    @property
+    def end_ps(self) -> np.ndarray:
+        return self.begin_ps + self.duration_ps
+
+    def __len__(self) -> int:
+        return len(self.metadata_id)
+
+
+def line_events(
+    plane: Plane,
+    line: xplane_pb2.XLine | LineView,
+    *,
+    numeric_stats: Iterable[str] = (),
+    device_time: bool = True,
+) -> LineEvents:
+    """Reads one line's events; with ``device_time`` the device_offset/duration stats win.
+
+    ``numeric_stats`` names event stats to read into float64 arrays (NaN where absent).
+    """
+    wanted = list(numeric_stats)
+    ids = stat_ids(plane, [*wanted, "device_offset_ps", "device_duration_ps"])
+    (table,) = line_tables(line, list(ids.values()), chunk_events=-1)  # only these stats
+    begin, duration = table.begin_ps, table.duration_ps
+    if device_time:
+        has_offset, offset = table.integers(ids.get("device_offset_ps"))
+        has_duration, dev_duration = table.integers(ids.get("device_duration_ps"))
+        both = has_offset & has_duration
+        begin = np.where(both, offset, begin)
+        duration = np.where(both, dev_duration, duration)
+    values = {name: table.numbers(ids.get(name)) for name in wanted}
+    return LineEvents(table.metadata_id, begin, duration, table.occurrences, values)
