@@ -29,6 +29,7 @@ lint: $(VENV)/.installed node_modules/.installed
 	$(PY) -m ruff format --check .
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) -m mypy
 	npx --no-install prettier --check frontend
 	npx --no-install eslint frontend
 

@@ -65,7 +65,11 @@ PT = hlo_pb2.PrimitiveType
 BF16, F32, S8, TUPLE = (PT.Value(name) for name in ("BF16", "F32", "S8", "TUPLE"))
 
 
-def array_shape(dtype: int, *dims: int, minor_to_major: tuple[int, ...] | None = None):
+def array_shape(
+    dtype: hlo_pb2.PrimitiveType,
+    *dims: int,
+    minor_to_major: tuple[int, ...] | None = None,
+):
     """An array shape with a layout (without one, XLA's cost analysis sizes it 0 bytes)."""
     shape = hlo_pb2.ShapeProto(element_type=dtype, dimensions=dims)
     shape.layout.SetInParent()

@@ -34,7 +34,7 @@ from .common import (
     steps_or_runs,
     tuple_shape,
 )
-from .xspace_builder import U64, Ref
+from .xspace_builder import U64, Ref, StatValue
 
 # --- CPU profiles ---------------------------------------------------------------------------
 #
@@ -248,6 +248,7 @@ def _cpu_base_ps(costs: ModuleCosts, name: str) -> int:
     """One execution's time from the cost model: dots at 60-140 GFLOP/s (bigger GEMMs do
     better), copies at 6 GB/s, other ops at 14 GB/s, and never under the thunk floor."""
     cost = costs.cost(name)
+    assert cost is not None  # every instruction of the generated modules has a cost
     if costs.is_matmul_or_convolution(name):
         gflops = 140.0 if cost.flops > 1e8 else 60.0
         seconds = max(cost.flops / (gflops * 1e9), cost.bytes_accessed / 20e9)
@@ -291,7 +292,7 @@ def _cpu_timeline(
         spans: dict[int, list[int]] = {}
         for wave in programs[program].waves:
             first = 0 if len(wave) == 1 and uniform() < 0.5 else int(uniform(0, spec.threads))
-            thread_free = {}
+            thread_free: dict[int, int] = {}
             for k, name in enumerate(wave):
                 thread = (first + k) % spec.threads
                 begin = thread_free.get(thread, t) + int(uniform(0.3, 2.0) * US)
@@ -364,16 +365,16 @@ def _cpu_host_plane(
     run_id, long_name = plane.stat_id("run_id"), plane.stat_id("long_name")
     flow_out, flow_in = plane.stat_id("_p"), plane.stat_id("_c")
     op_metas, end_metas, templates = [], [], []
-    for program in programs:
+    for cpu_program in programs:
         metas, ends, stats = [], [], []
-        for name in _cpu_op_names(program):
+        for name in _cpu_op_names(cpu_program):
             metas.append(plane.event_metadata(name))
             ends.append(plane.event_metadata(f"end: {name}"))
             event = xplane_pb2.XEvent()
-            values = {
+            values: dict[str, StatValue] = {
                 "hlo_op": Ref(name),
-                "hlo_module": Ref(program.module.name),
-                "program_id": int(program.module.id),
+                "hlo_module": Ref(cpu_program.module.name),
+                "program_id": int(cpu_program.module.id),
             }
             plane.fill_stats(event.stats, values)
             stats.append(event.stats)
@@ -385,8 +386,8 @@ def _cpu_host_plane(
 
     for thread in range(spec.threads):
         tid = 268_338_670_195_318_679 + 1_000_003 * thread
-        kind = "tf_XLAPjRtCpuClient" if thread == 0 else "tf_XLAEigen"
-        line = plane.line(f"{kind}/{tid}", line_id=tid, timestamp_ns=_CPU_LINE_TIMESTAMP_NS)
+        thread_kind = "tf_XLAPjRtCpuClient" if thread == 0 else "tf_XLAEigen"
+        line = plane.line(f"{thread_kind}/{tid}", line_id=tid, timestamp_ns=_CPU_LINE_TIMESTAMP_NS)
         line.display_name = line.name
         rows = [(begin, 0, duration, -1, -1, 0) for begin, duration in timeline.executes[thread]]
         rows += [(b, 1, d, p, i, r) for b, d, p, i, r in timeline.ops[thread]]

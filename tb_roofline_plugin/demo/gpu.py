@@ -36,7 +36,7 @@ from .common import (
     steps_or_runs,
 )
 from .gpu_model import GPU_DEVICES, GpuDevice, GpuOp, Kernel, gpu_names, gpu_programs
-from .xspace_builder import U64, Ref
+from .xspace_builder import U64, Ref, StatValue
 
 _GPU_LINE_TIMESTAMP_NS = 711_141  # shared by every stream line of a plane (docs/xspace.md §5)
 _GPU_ORIGIN_PS = 1_500 * US  # the first launch, relative to the profile start
@@ -240,7 +240,7 @@ def _gpu_device_plane(
     metas, stats = [], []
     for item in launched:
         metas.append(plane.event_metadata(item.kernel.name(device)))
-        values = {"kernel_details": Ref(item.kernel.details(device))}
+        values: dict[str, StatValue] = {"kernel_details": Ref(item.kernel.details(device))}
         if item.op.name or item.in_graph:
             module = modules[item.program]
             op_name = item.op.name

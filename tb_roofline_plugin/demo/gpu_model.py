@@ -443,6 +443,7 @@ def _gpu_ops(batch: int, train: bool) -> list[GpuOp]:
     gemm = Kernel(*_GEMM_KERNELS[train], 1.0, -(-t // 128) * -(-m // 256), 384, regs=168)
     triton = replace(_emitted(names["triton"], 0), grid=-(-t // 128) * (w // 128), regs=128)
     attention = Kernel(*_ATTENTION_KERNEL, 1.0, batch * _HEADS * _SEQ // 64, 384, regs=168)
+    norm_kernels: tuple[Kernel, ...]
     if train:  # a two-pass row reduction: two kernels per execution
         norm_kernels = (
             _emitted(names["norm"], t * w, share=0.7),

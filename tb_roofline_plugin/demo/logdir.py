@@ -62,7 +62,7 @@ def write_demo_logdir(
                 steps = 0 if inference else 5
                 space = tpu_xspace(TpuSpec(device=device, steps=steps, host=host, seed=seed))
             written.append(write_profile(path, space))
-    spec = TpuSpec(device="v4", cores=2, host=hosts[0] if hosts else "host0", seed=seed + 1)
-    path = logdir / "plugins" / "profile" / _DEMO_RUN_DIR / f"{spec.host}.xplane.pb"
-    written.append(write_profile(path, tpu_xspace(spec)))
+    root = TpuSpec(device="v4", cores=2, host=hosts[0] if hosts else "host0", seed=seed + 1)
+    path = logdir / "plugins" / "profile" / _DEMO_RUN_DIR / f"{root.host}.xplane.pb"
+    written.append(write_profile(path, tpu_xspace(root)))
     return written

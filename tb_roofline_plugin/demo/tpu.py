@@ -21,7 +21,7 @@ from ..protos import xplane_pb2
 from . import xspace_builder
 from .common import NS, PROFILE_START_NS, US, Uniform, filler_line
 from .tpu_ops import TpuOp, op_table
-from .xspace_builder import U64, memory_breakdown
+from .xspace_builder import U64, StatValue, memory_breakdown
 
 READ, WRITE = 1, 2  # MemoryAccessed.operation_type
 HBM, CMEM, VMEM = 1, 2, 3  # MemoryAccessed.memory_space
@@ -134,7 +134,7 @@ def _blocks(spec: TpuSpec, repeats: int, schedule: list[list[str]]):
     full = [(0, train), (1, metrics)]
     if spec.steps == 0:
         return [(None, full)] * repeats
-    blocks = []
+    blocks: list[tuple[int | None, list[tuple[int, list[str]]]]] = []
     if spec.incomplete_first_step:
         # The window opens mid-step: the step's first captured op is the earliest event.
         blocks.append((0, [(0, train[len(train) // 3 :]), (1, metrics)]))
@@ -237,13 +237,13 @@ def _device_plane(
     )
 
     # One metadata per distinct op, carrying its per-occurrence cost.
-    op_ids = []
+    op_ids: list[int] = []
     symbols = [0, 0]
     for op in ops:
         mid = len(op_ids) + 1
         symbols[op.program] += 1
         line = 40 + 3 * mid
-        stats = {
+        stats: dict[str, StatValue] = {
             "hlo_category": op.category,
             "program_id": U64(PROGRAMS[op.program][1]),
             "symbol_id": U64(symbols[op.program]),

@@ -302,7 +302,12 @@ def op_table(ops_per_step: int) -> tuple[list[TpuOp], list[list[str]]]:
     totals = [
         loop.trips * sum(getattr(c, f) for c in children) for f in ("flops", "bytes_accessed")
     ]
-    mix = tuple(sum(c.bytes_accessed * c.mix[i] for c in children) / totals[1] for i in range(4))
+    mixes = [c.mix for c in children if c.mix is not None]
+    assert len(mixes) == len(children)  # the loop body's ops all carry a memory mix
+    mix = tuple(
+        sum((c.bytes_accessed * m[i] for c, m in zip(children, mixes)), 0.0) / totals[1]
+        for i in range(4)
+    )
     ops[ops.index(loop)] = replace(
         loop, flops=totals[0], bytes_accessed=totals[1], mix=mix, children=body
     )

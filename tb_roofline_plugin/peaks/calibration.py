@@ -12,7 +12,7 @@ import socket
 import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class _Deadline:
         return share
 
 
-def _matmul(dtype: type, n: int, deadline: _Deadline) -> dict[str, float]:
+def _matmul(dtype: type[np.floating], n: int, deadline: _Deadline) -> dict[str, float]:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(dtype)
     b = rng.standard_normal((n, n)).astype(dtype)
@@ -100,7 +100,7 @@ def _stream(array_mib: int, deadline: _Deadline) -> dict[str, dict[str, float]]:
 
 def calibrate(
     *, seconds_budget: float = 10.0, matrix_n: int = 2048, stream_mib: int = 512
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Measures this machine's peaks with numpy; returns a ``load_peaks``-compatible dict.
 
     FLOP/s: best of repeated ``a @ b`` (2n³ FLOPs) for float32 and float64, on all BLAS

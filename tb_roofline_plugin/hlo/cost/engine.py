@@ -36,6 +36,7 @@ instruction; ``bytes_accessed`` and ``bytes_written`` are bytes per execution.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ...protos import hlo_pb2
 from .costs import CostSum, InstructionCost
@@ -117,7 +118,9 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
     def _operand_shapes(self, instr: hlo_pb2.HloInstructionProto) -> list[hlo_pb2.ShapeProto]:
         return [self._instructions[o].shape for o in instr.operand_ids if o in self._instructions]
 
-    def _called(self, instr: hlo_pb2.HloInstructionProto, i: int = 0):
+    def _called(
+        self, instr: hlo_pb2.HloInstructionProto, i: int = 0
+    ) -> hlo_pb2.HloComputationProto | None:
         ids = instr.called_computation_ids
         return self._computations.get(ids[i]) if len(ids) > i else None
 
@@ -133,7 +136,9 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
             self._users[comp_id] = users
         return users.get(instr.id, [])
 
-    def _parameter(self, comp: hlo_pb2.HloComputationProto, number: int):
+    def _parameter(
+        self, comp: hlo_pb2.HloComputationProto, number: int
+    ) -> hlo_pb2.HloInstructionProto | None:
         params = self._params.get(comp.id)
         if params is None:
             params = {i.parameter_number: i for i in comp.instructions if i.opcode == "parameter"}
@@ -386,7 +391,7 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
         return [perm[d] for d in dst_order] == src_order
 
 
-_COST_RULES = {
+_COST_RULES: dict[str, Callable[[ModuleCosts, hlo_pb2.HloInstructionProto], CostSum]] = {
     "dot": ModuleCosts._dot_cost,
     "convolution": ModuleCosts._convolution_cost,
     "reduce": ModuleCosts._reduce_cost,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .context import CostContext
 from .costs import CostSum
 from .library_calls import TRITON_GEMM_KINDS, fusion_backend_kind
 from .shapes import element_count, is_array, is_tuple, leaf_bytes, shape_bytes
 
 
-class FusionCosts:
+class FusionCosts(CostContext):
     """The fusion rule, mixed into ``engine.ModuleCosts``."""
 
     # --- fusions ---
@@ -68,10 +69,10 @@ class FusionCosts:
         if not is_tuple(shape):
             return shape_bytes(shape)
         total = 0.0
-        root_is_tuple = root is not None and root.opcode == "tuple"
+        tuple_root = root if root is not None and root.opcode == "tuple" else None
         for i, element in enumerate(shape.tuple_shapes):
-            if root_is_tuple and i < len(root.operand_ids) and is_array(element):
-                dus = update_bytes(self._operand(root, i))
+            if tuple_root is not None and i < len(tuple_root.operand_ids) and is_array(element):
+                dus = update_bytes(self._operand(tuple_root, i))
                 if dus is not None:
                     total += dus
                     continue

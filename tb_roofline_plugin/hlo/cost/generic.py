@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ...protos import hlo_pb2
+from .context import CostContext
 from .costs import CostSum
 from .shapes import element_count, first_element, leaf_bytes, leaves, shape_bytes
 
@@ -193,7 +194,7 @@ def _log2_ceil(n: int) -> int:
     return (n - 1).bit_length() if n > 1 else 0
 
 
-class GenericOpCosts:
+class GenericOpCosts(CostContext):
     """The generic per-opcode rules, mixed into ``engine.ModuleCosts``."""
 
     # --- handlers (docs/hlo-cost.md §3) ---

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from ...protos import hlo_pb2
+from .context import CostContext
 from .costs import CostSum
 from .generic import conv_flops, dot_flops
 from .shapes import first_element, leaf_bytes, shape_bytes
@@ -72,7 +73,7 @@ def fusion_backend_kind(instr: hlo_pb2.HloInstructionProto) -> str:
     return ""
 
 
-class LibraryCallCosts:
+class LibraryCallCosts(CostContext):
     """The custom-call and Triton GEMM rules, mixed into ``engine.ModuleCosts``."""
 
     # --- custom calls (docs/hlo-cost.md §5) ---
