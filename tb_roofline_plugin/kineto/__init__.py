@@ -1,0 +1,68 @@
+"""PyTorch profiler (Kineto) traces as a roofline: ``*.pt.trace.json[.gz]`` to OpStats.
+
+``trace_reader`` turns a trace file into numpy columns; ``ops`` attributes every GPU kernel to
+the innermost CPU op that launched it (runtime call by correlation id, then the op whose span
+holds the call on its thread), groups ops into ``ProfilerStep#N`` steps and builds the same
+OpStats the XSpace readers build, so ``roofline.build_database``, ``export`` and ``summary``
+work unchanged; ``aten_cost`` gives FLOPs and bytes per aten op family from recorded shapes;
+``devices`` finds peaks from ``deviceProperties`` in the built-in device table.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..errors import ProfileError
+from ..ops.op_metrics import empty_db
+from ..ops.op_stats import Diagnostics, OpStats
+from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
+from .ops import NO_OPS, NO_PEAKS, NO_SHAPES, cpu_op_stats, gpu_op_stats
+from .trace_reader import TRACE_SUFFIXES, TraceEvents, read_trace
+
+__all__ = ["analyze_trace", "analyze_events", "trace_host"]
+
+
+def trace_host(path: str | os.PathLike) -> str:
+    """``.../<worker>.<timestamp>.pt.trace.json[.gz]`` -> ``<worker>.<timestamp>``."""
+    name = os.path.basename(os.fspath(path))
+    for suffix in sorted(TRACE_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None) -> OpStats:
+    """OpStats of a read trace. ``peaks`` (user/table/calibration) replace the device's."""
+    kernel = events.code("kernel")
+    if kernel >= 0 and (events.category == kernel).any():
+        stats = gpu_op_stats(events, host)
+    elif len(events.op_rows):
+        stats = cpu_op_stats(events, host, peaks)
+    else:
+        what = ", ".join(c for c in events.categories if c) or "no complete events"
+        return OpStats(
+            hosts=[host],
+            run_env=RunEnvironment(hardware_type="CPU_ONLY"),
+            perf_env=PerfEnv(),
+            all_db=empty_db(),
+            diagnostics=Diagnostics(info=[NO_OPS.format(what=what)]),
+        )
+    if len(events.op_rows) and not any(d for d in events.op_dims.tolist()):
+        stats.notes.append(NO_SHAPES)
+    stats.perf_env = finite_env(stats.perf_env)
+    if peaks is not None:
+        stats = replace(stats, perf_env=peaks)
+    if not stats.perf_env.known:
+        stats.diagnostics.warnings.append(NO_PEAKS)
+    return stats
+
+
+def analyze_trace(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
+    """OpStats of one Kineto trace file; anything malformed is a one-line ProfileError."""
+    events = read_trace(path)
+    try:
+        return analyze_events(events, trace_host(path), peaks)
+    except (ValueError, OverflowError, ArithmeticError, TypeError, IndexError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ProfileError(path, f"malformed trace content ({detail})") from None

@@ -1,0 +1,549 @@
+"""From Kineto trace columns to OpStats: kernels attributed to ops, ops costed, steps.
+
+A GPU kernel belongs to the innermost CPU op (category ``cpu_op``: an aten op, an autograd
+node, ``record_param_comms``...) that launched it: the runtime call with the kernel's
+``correlation``, then the innermost ``cpu_op`` on that call's thread whose span holds the
+call. This works for every Kineto version (older ones give a runtime call its own
+correlation id as ``External id``, so External ids cannot be used to find the op). User
+annotations (``record_function``, ``ProfilerStep#N``) group ops; they are not ops.
+
+An op row is named by its op; its time is the sum of its kernels' durations and its FLOPs
+and bytes are the sum over its executions (each execution once, however many kernels it
+launched). Memcpy/memset and kernels without an op count in device time and are listed
+apart (``OpStats.unattributed``). In a CPU-only trace the ops that do the work are the
+leaf-most ops with a cost model (``aten::linear`` is left out for its ``aten::addmm``),
+timed by their CPU spans.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, nested_in_earlier
+from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.step_ops import StepOps, part_cells, step_ops
+from ..peaks.perf_env import PerfEnv, RunEnvironment
+from ..wording import named
+from .aten_cost import MEMORY_COPY, OTHER, AtenCost, OpArgs, family, op_cost
+from .devices import device_peaks
+from .trace_reader import TraceEvents
+
+RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime", "privateuse1_runtime")
+COPY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
+STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
+LAUNCH_NAME = re.compile(r"LaunchKernel|GraphLaunch|LaunchCooperative|ModuleLaunch")
+NO_OP_CATEGORY = "kernel without op"
+TF32_KERNEL = re.compile(r"tf32|_s1688|_s16816|tensorop_s\d", re.IGNORECASE)
+PS_PER_NS = 1000
+
+GPU_COMPUTED = (
+    "Roofline computed by tb_roofline_plugin from a PyTorch profiler (Kineto) trace: each "
+    "kernel is attributed to the innermost CPU op that launched it; FLOPs and bytes come from "
+    "the ops' recorded shapes."
+)
+CPU_COMPUTED = (
+    "CPU roofline computed by tb_roofline_plugin from a PyTorch profiler (Kineto) trace: the "
+    "ops that do the work, each counted once (aten::linear gives way to its aten::addmm), "
+    "timed by their CPU spans; FLOPs and bytes from their recorded shapes."
+)
+NO_OPS = (
+    "This PyTorch profiler trace has no GPU kernels and no CPU ops (only {what}); there is "
+    "nothing to put on a roofline."
+)
+NO_LAUNCHING_OPS = (
+    "No GPU kernel of this trace could be tied to a CPU op (no runtime call with the "
+    "kernel's correlation id inside a cpu_op span): the kernels are listed apart, by name."
+)
+NO_SHAPES = (
+    "The trace has no recorded shapes: ops get times but no FLOPs or bytes. Profile with "
+    "torch.profiler.profile(record_shapes=True)."
+)
+NO_PEAKS = (
+    "No peaks known for this device: rates and intensities are shown but bound_by is "
+    "Unknown. Give peaks with `--peaks NAME|FILE` (see `tb-roofline calibrate`)."
+)
+
+
+@dataclass
+class Nesting:
+    """CPU ops of all threads sorted by (thread, begin, longest first), with their parents.
+
+    Threads are laid end to end on one time axis (``thread * stride + time``), so one sorted
+    array answers "which op holds this moment on this thread" for every thread at once.
+    """
+
+    order: np.ndarray  # sorted position -> cpu op index
+    begin: np.ndarray  # shifted begin per sorted position
+    end: np.ndarray
+    parent: np.ndarray  # sorted position of the parent, -1 for a root
+    stride: int
+    thread_index: np.ndarray  # per trace thread code: its place on the axis, -1 if no ops
+
+    def shift(self, thread: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
+        """Times on the shifted axis; -1 for threads without CPU ops."""
+        index = self.thread_index[thread]
+        return np.where(index >= 0, index * self.stride + time_ns, -1)
+
+    def innermost(self, shifted: np.ndarray) -> np.ndarray:
+        """The cpu op index of the innermost op holding each time (-1: none).
+
+        The last op starting at or before the time holds it, or one of its ancestors does
+        (ops nest): walk up the parents, all queries at once, one level per pass.
+        """
+        at = np.searchsorted(self.begin, shifted, side="right") - 1
+        at[shifted < 0] = -1
+        todo = np.flatnonzero(at >= 0)
+        todo = todo[self.end[at[todo]] < shifted[todo]]
+        while len(todo):
+            at[todo] = self.parent[at[todo]]
+            todo = todo[at[todo] >= 0]
+            todo = todo[self.end[at[todo]] < shifted[todo]]
+        return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
+
+
+def nesting(events: TraceEvents) -> Nesting:
+    rows = events.op_rows
+    used = np.unique(events.thread[rows])
+    thread_index = np.full(len(events.threads), -1, np.int64)
+    thread_index[used] = np.arange(len(used))
+    thread = thread_index[events.thread[rows]]
+    begin, end = events.begin_ns[rows], events.end_ns[rows]
+    stride = int(events.end_ns.max()) + 1 if len(events) else 1
+    b, e = thread * stride + begin, thread * stride + end
+    order = np.lexsort((b - e, b))
+    b, e = b[order], e[order]
+    return Nesting(order, b, e, _parents(b, e), stride, thread_index)
+
+
+def _parents(b: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Parent (sorted position) of each sorted span, level by level as op_metrics.self_times:
+    the outermost spans, then those directly inside them, and so on."""
+    parent = np.full(len(b), -1, np.int64)
+    candidates = np.arange(len(b))
+    while len(candidates):
+        inside = nested_in_earlier(b[candidates], e[candidates])
+        level, nested = candidates[~inside], candidates[inside]
+        if len(nested) == 0:
+            break
+        slot = np.searchsorted(b[level], b[nested], side="right") - 1
+        bad = (slot >= 0) & (e[level[np.maximum(slot, 0)]] < e[nested])
+        while bad.any():  # an equal-begin, shorter span of this level cannot be the parent
+            slot[bad] -= 1
+            bad = (slot >= 0) & (e[level[np.maximum(slot, 0)]] < e[nested])
+        parent[nested] = np.where(slot >= 0, level[np.maximum(slot, 0)], -1)
+        candidates = nested
+    return parent
+
+
+@dataclass
+class Steps:
+    numbers: list[int]
+    begin_ns: np.ndarray
+    end_ns: np.ndarray
+
+    def of(self, time_ns: np.ndarray) -> np.ndarray:
+        """The step whose span holds each time (-1: none)."""
+        step = np.searchsorted(self.begin_ns, time_ns, side="right") - 1
+        held = step >= 0
+        held[held] = time_ns[held] < self.end_ns[step[held]]
+        return np.where(held, step, -1)
+
+
+def profiler_steps(events: TraceEvents) -> Steps:
+    """``ProfilerStep#N`` spans, in time order (a repeated number: its first span)."""
+    number = np.full(len(events.names) + 1, -1, np.int64)
+    for code, text in enumerate(events.names):
+        match = STEP_NAME.match(text)
+        if match:
+            number[code] = int(match.group(1))
+    rows = np.flatnonzero(
+        (number[events.name] >= 0) & (events.category == events.code("user_annotation"))
+    )
+    rows = rows[np.argsort(events.begin_ns[rows], kind="stable")]
+    _, first = np.unique(number[events.name[rows]], return_index=True)
+    rows = rows[np.sort(first)]
+    return Steps(number[events.name[rows]].tolist(), events.begin_ns[rows], events.end_ns[rows])
+
+
+@dataclass
+class Executions:
+    """The op executions that count (cpu op indices) with their row, cost and step."""
+
+    instance: np.ndarray  # cpu op index
+    op: np.ndarray  # op row
+    flops: np.ndarray
+    bytes_accessed: np.ndarray
+    bytes_written: np.ndarray
+    names: list[str]  # per op row
+    categories: list[str]
+    dtypes: list[str]
+    unknown: dict[str, list[str]]  # reason -> op names whose cost is unknown
+
+
+def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
+    """Op rows (one per op name) and per-execution costs; Python sees distinct
+    (name, shapes, types) signatures only."""
+    rows = events.op_rows[instance]
+    name_codes = events.name[rows]
+    codes, op = np.unique(name_codes, return_inverse=True)
+    op = op.ravel()
+    names = [events.names[c] for c in codes.tolist()]
+    cache: dict[tuple, AtenCost] = {}
+    costs = np.zeros((len(instance), 3))
+    dtypes = [""] * len(names)
+    unknown: dict[str, list[str]] = {}
+    flops_arg = events.flops[rows]
+    with_model = {c for c in codes.tolist() if family(events.names[c])[1] is not None}
+    for i, (k, code) in enumerate(zip(instance.tolist(), name_codes.tolist())):
+        dims, types, concrete = events.op_dims[k], events.op_types[k], events.op_concrete[k]
+        modelled = code in with_model
+        shapes = repr((dims, types, concrete)) if modelled else ""
+        key = (code, shapes, float(flops_arg[i]))
+        cost = cache.get(key)
+        if cost is None:
+            args = OpArgs(dims or [], types or [], concrete or [])
+            cost = cache[key] = op_cost(events.names[code], args, float(flops_arg[i]))
+        costs[i] = (cost.flops, cost.bytes_accessed, cost.bytes_written)
+        row = op[i]
+        if cost.dtype and not dtypes[row]:
+            dtypes[row] = cost.dtype
+        if not cost.known:
+            listed = unknown.setdefault(cost.note, [])
+            if events.names[code] not in listed:
+                listed.append(events.names[code])
+    return Executions(
+        instance,
+        op,
+        costs[:, 0],
+        costs[:, 1],
+        costs[:, 2],
+        names,
+        [family(n)[0] for n in names],
+        dtypes,
+        unknown,
+    )
+
+
+def aggregate(
+    ex: Executions,
+    execution_group: np.ndarray,
+    event_op: np.ndarray,
+    event_group: np.ndarray,
+    event_time_ps: np.ndarray,
+    totals: np.ndarray,
+) -> StepOps:
+    """The op rows of each group (steps, or one group for the whole trace).
+
+    Times and occurrences come from the timed events (kernels, or the CPU ops themselves);
+    FLOPs and bytes from the executions, each once. Group -1: in no group.
+    """
+    n = len(ex.names)
+    keep_ev = (event_op >= 0) & (event_group >= 0)
+    keep_ex = execution_group >= 0
+    binned = part_cells(
+        [event_group[keep_ev], execution_group[keep_ex]],
+        [event_op[keep_ev], ex.op[keep_ex]],
+        n,
+        len(totals),
+    )
+    zeros_ev, zeros_ex = np.zeros(int(keep_ev.sum())), np.zeros(int(keep_ex.sum()))
+    time_ps = binned.sum([event_time_ps[keep_ev].astype(np.float64), zeros_ex])
+    occurrences = binned.sum([np.ones(int(keep_ev.sum())), zeros_ex])
+    flops = binned.sum([zeros_ev, ex.flops[keep_ex]])
+    total_bytes = binned.sum([zeros_ev, ex.bytes_accessed[keep_ex]])
+    written = binned.sum([zeros_ev, ex.bytes_written[keep_ex]])
+    read = np.maximum(total_bytes - written, 0.0)
+    breakdown = np.zeros((len(binned), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = written
+    static = empty_columns(n)
+    static["name"][:] = ex.names
+    static["category"][:] = ex.categories
+    static["dtype"][:] = ex.dtypes
+    time_int = time_ps.astype(np.int64)
+    columns = {
+        "occurrences": occurrences.astype(np.int64),
+        "time_ps": time_int,
+        "self_time_ps": time_int,
+        "normalized_time_ps": time_ps,
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": total_bytes,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (written > 0),
+        "dma_stall_ps": np.zeros(len(binned)),
+    }
+    return step_ops(static, binned, columns, totals)
+
+
+def _unattributed(
+    events: TraceEvents, rows: np.ndarray, categories: list[str], total_ps: int
+) -> OpMetricsDb | None:
+    """GPU events without an op, by event name (memcpy/memset: memory copy)."""
+    if not len(rows):
+        return None
+    codes, slot = np.unique(events.name[rows], return_inverse=True)
+    slot = slot.ravel()
+    cols = empty_columns(len(codes))
+    cols["name"][:] = [events.names[c] or "(unnamed kernel)" for c in codes.tolist()]
+    first = np.zeros(len(codes), np.int64)
+    first[slot[::-1]] = np.arange(len(rows))[::-1]
+    cols["category"][:] = [categories[i] for i in first.tolist()]
+    cols["occurrences"] = np.bincount(slot, minlength=len(codes)).astype(np.int64)
+    time_ps = np.bincount(slot, events.dur_ns[rows] * PS_PER_NS, minlength=len(codes))
+    cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
+    cols["bytes_accessed"] = np.bincount(slot, events.bytes[rows], minlength=len(codes))
+    return OpMetricsDb(**cols, total_time_ps=total_ps)
+
+
+@dataclass
+class Launches:
+    """Every GPU event (kernel, memcpy, memset) with its runtime call and launching op."""
+
+    gpu: np.ndarray  # rows of the GPU events
+    is_kernel: np.ndarray  # bool per GPU event
+    call: np.ndarray  # row of its runtime call, -1: none found
+    instance: np.ndarray  # cpu op index of the op that launched it, -1: none (or a copy)
+
+
+def attribute(events: TraceEvents, nest: Nesting) -> Launches:
+    """Kernel -> its runtime call (same correlation id) -> the innermost op holding the call
+    on the call's thread. Memcpy/memset get their call but no op: they are listed apart."""
+    gpu = np.flatnonzero(events.of("kernel", *COPY_CATEGORIES))
+    is_kernel = events.category[gpu] == events.code("kernel")
+    runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
+    by_corr = runtime[np.argsort(events.correlation[runtime], kind="stable")]
+    call = np.full(len(gpu), -1, np.int64)
+    if len(by_corr):
+        corr_sorted = events.correlation[by_corr]
+        wanted = events.correlation[gpu]
+        slot = np.minimum(np.searchsorted(corr_sorted, wanted), len(by_corr) - 1)
+        found = (wanted >= 0) & (corr_sorted[slot] == wanted)
+        call[found] = by_corr[slot[found]]
+    launched = call >= 0
+    shifted = np.full(len(gpu), -1, np.int64)
+    shifted[launched] = nest.shift(events.thread[call[launched]], events.begin_ns[call[launched]])
+    instance = nest.innermost(shifted)
+    instance[~is_kernel] = -1
+    return Launches(gpu, is_kernel, call, instance)
+
+
+def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
+    launches = attribute(events, nesting(events))
+    gpu, is_kernel, instance = launches.gpu, launches.is_kernel, launches.instance
+    counted, kernel_exec = np.unique(instance[instance >= 0], return_inverse=True)
+    kernel_exec = kernel_exec.ravel()
+    ex = cost_executions(events, counted)
+    kernel_op = np.full(len(gpu), -1, np.int64)
+    kernel_op[instance >= 0] = ex.op[kernel_exec]
+    _tensor_float32(events, gpu, kernel_op, ex)
+    # Devices: the GPU events' device arg (else their pid).
+    device_key = np.where(events.device[gpu] >= 0, events.device[gpu], events.pid[gpu] + 10**9)
+    devices, device = np.unique(device_key, return_inverse=True)
+    device = device.ravel()
+    total_ps = int(_busy_spans(events, gpu, device, len(devices)).sum()) * PS_PER_NS
+    time_ps = events.dur_ns[gpu] * PS_PER_NS
+    one = np.zeros(len(gpu), np.int64)
+    whole = aggregate(
+        ex, np.zeros(len(counted), np.int64), kernel_op, one, time_ps, np.array([total_ps])
+    )
+    unowned = np.flatnonzero(kernel_op < 0)
+    categories = [NO_OP_CATEGORY if k else MEMORY_COPY for k in is_kernel[unowned].tolist()]
+    props = events.device_properties
+    wanted = {int(d) for d in devices.tolist() if d < 10**9}
+    prop = next((p for p in props if p.get("id") in wanted), props[0] if props else {})
+    perf_env, described = device_peaks(prop) if prop else (PerfEnv(source="none"), "GPU")
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="GPU",
+            device_type=described,
+            device_core_count=len(devices),
+            active_core_count=len(devices),
+        ),
+        perf_env=perf_env,
+        all_db=whole.db(0),
+        unattributed=_unattributed(events, gpu[unowned], categories, total_ps),
+    )
+    stats.diagnostics.info.append(GPU_COMPUTED)
+    if not len(counted):
+        stats.diagnostics.info.append(NO_LAUNCHING_OPS)
+    _note_unattributed(stats, events, gpu[unowned], is_kernel[unowned])
+    _note_unknown(stats, ex)
+    steps = profiler_steps(events)
+    if not steps.numbers:
+        return stats
+    # An execution is in the step holding its op's start; a kernel in its op's step, or
+    # (without an op) in the step holding its runtime call.
+    ex_step = steps.of(events.begin_ns[events.op_rows[counted]])
+    kernel_step = np.full(len(gpu), -1, np.int64)
+    launched = launches.call >= 0
+    kernel_step[launched] = steps.of(events.begin_ns[launches.call[launched]])
+    kernel_step[instance >= 0] = ex_step[kernel_exec]
+    count, width = len(steps.numbers), len(devices)
+    used = kernel_step >= 0
+    cell = kernel_step[used] * width + device[used]
+    first, last = _first_last(events, gpu[used], cell, count * width)
+    ran = last >= first
+    # A step's device time runs from the earlier of its start and first kernel to the later
+    # of its end and last kernel, summed over the devices that ran something in it.
+    first = np.minimum(first, np.repeat(steps.begin_ns, width))
+    last = np.maximum(last, np.repeat(steps.end_ns, width))
+    totals = np.where(ran, last - first, 0).reshape(count, width).sum(axis=1)
+    table = aggregate(ex, ex_step, kernel_op, kernel_step, time_ps, totals * PS_PER_NS)
+    # A step without device work in the trace was cut by the profile window.
+    complete = _complete_gpu_steps(events, steps) & ran.reshape(count, width).any(axis=1)
+    stats.has_step_markers = True
+    stats.steps = _steps(table, steps, complete)
+    outside = ~used & is_kernel
+    if outside.any():
+        outside_us = events.dur_ns[gpu[outside]].sum() / 1e3
+        stats.notes.append(
+            f"{int(outside.sum()):,} kernels ({outside_us:,.1f} us) were launched outside "
+            "every ProfilerStep; they count in Total only."
+        )
+    return stats
+
+
+def _first_last(
+    events: TraceEvents, rows: np.ndarray, cell: np.ndarray, cells: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """First begin and last end (ns) of the events in each cell (max/min int64 if empty)."""
+    first = np.full(cells, np.iinfo(np.int64).max)
+    last = np.full(cells, np.iinfo(np.int64).min)
+    np.minimum.at(first, cell, events.begin_ns[rows])
+    np.maximum.at(last, cell, events.end_ns[rows])
+    return first, last
+
+
+def _busy_spans(events: TraceEvents, gpu: np.ndarray, device: np.ndarray, n: int) -> np.ndarray:
+    """Last end - first begin of each device's events."""
+    first, last = _first_last(events, gpu, device, n)
+    return np.where(last >= first, last - first, 0)
+
+
+def _tensor_float32(
+    events: TraceEvents, gpu: np.ndarray, kernel_op: np.ndarray, ex: Executions
+) -> None:
+    """fp32 ops that ran TF32 tensor-core kernels (cuBLAS/CUTLASS names say so) are judged
+    against the tf32 ceiling: ``allow_tf32`` is not in the trace, the kernel names are."""
+    codes = [c for c, n in enumerate(events.names) if TF32_KERNEL.search(n)]
+    if not codes:
+        return
+    rows = np.unique(kernel_op[np.isin(events.name[gpu], codes) & (kernel_op >= 0)])
+    for row in rows.tolist():
+        if ex.dtypes[row] == "fp32":
+            ex.dtypes[row] = "tf32"
+
+
+def _complete_gpu_steps(events: TraceEvents, steps: Steps) -> np.ndarray:
+    """A step is complete when every kernel launched in it ran within the trace."""
+    runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
+    launch_codes = [c for c, n in enumerate(events.names) if LAUNCH_NAME.search(n)]
+    launches = runtime[np.isin(events.name[runtime], launch_codes)]
+    gpu_corr = events.correlation[events.of("kernel", *COPY_CATEGORIES)]
+    missing = ~np.isin(events.correlation[launches], gpu_corr)
+    step = steps.of(events.begin_ns[launches])
+    lost = np.bincount(step[missing & (step >= 0)], minlength=len(steps.numbers))
+    return (lost == 0) & (steps.end_ns > steps.begin_ns)
+
+
+def _steps(table: StepOps, steps: Steps, complete: np.ndarray) -> list[StepInfo]:
+    return table_steps(table, steps.numbers, complete.tolist(), table.total_time_ps.tolist())
+
+
+def working_ops(events: TraceEvents, nest: Nesting) -> np.ndarray:
+    """Sorted positions of the CPU ops that do the work, each counted once.
+
+    An op with a cost model counts unless an op of its own category inside it does
+    (``aten::linear`` gives way to its ``aten::addmm``, ``aten::conv2d`` to
+    ``aten::mkldnn_convolution``) or an op around it counts (the bias ``aten::copy_``
+    inside ``aten::addmm`` is part of the addmm). Each pass climbs one level for all ops.
+    """
+    names = events.names
+    category_of = [family(n) for n in names]
+    code = {c: i for i, c in enumerate(dict.fromkeys(c for c, _ in category_of))}
+    has_model = np.array([f is not None for _, f in category_of], bool)[events.name[events.op_rows]]
+    category = np.array([code[c] for c, _ in category_of], np.int64)[events.name[events.op_rows]]
+    costed, cat = has_model[nest.order], category[nest.order]
+    # Ops with a same-category op inside them give way to it.
+    inner_same = np.zeros(len(costed), bool)
+    width = len(code) + 1
+    node, kind = nest.parent[costed], cat[costed]
+    while len(node):
+        keep = node >= 0
+        pairs = np.unique(node[keep] * width + kind[keep])
+        node, kind = pairs // width, pairs % width
+        hit = (cat[node] == kind) & costed[node]
+        inner_same[node[hit]] = True
+        node = nest.parent[node]
+    candidate = costed & ~inner_same
+    # Ops inside a counted op are part of it.
+    chosen = np.flatnonzero(candidate)
+    inside = np.zeros(len(chosen), bool)
+    up = nest.parent[chosen]
+    while True:
+        live = up >= 0
+        if not live.any():
+            break
+        inside[live] |= candidate[up[live]]
+        up = np.where(live, nest.parent[np.maximum(up, 0)], -1)
+    return chosen[~inside]
+
+
+def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpStats:
+    """CPU-only traces: the ops that do the work (``working_ops``), timed by their spans."""
+    nest = nesting(events)
+    rows = events.op_rows
+    counted = np.sort(nest.order[working_ops(events, nest)])
+    ex = cost_executions(events, counted)
+    op_begin = events.begin_ns[rows[counted]]
+    op_time = events.dur_ns[rows[counted]] * PS_PER_NS
+    span_ns = int(events.end_ns[rows].max() - events.begin_ns[rows].min()) if len(rows) else 0
+    whole = aggregate(
+        ex,
+        np.zeros(len(counted), np.int64),
+        ex.op,
+        np.zeros(len(counted), np.int64),
+        op_time,
+        np.array([span_ns * PS_PER_NS]),
+    )
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="CPU", device_type="CPU", device_core_count=1, active_core_count=1
+        ),
+        perf_env=peaks or PerfEnv(source="none"),
+        all_db=whole.db(0),
+    )
+    stats.diagnostics.info.append(CPU_COMPUTED)
+    _note_unknown(stats, ex)
+    steps = profiler_steps(events)
+    if steps.numbers:
+        step = steps.of(op_begin)
+        durations = (steps.end_ns - steps.begin_ns) * PS_PER_NS
+        table = aggregate(ex, step, ex.op, step, op_time, durations)
+        stats.has_step_markers = True
+        stats.steps = _steps(table, steps, steps.end_ns > steps.begin_ns)
+    return stats
+
+
+def _note_unattributed(
+    stats: OpStats, events: TraceEvents, rows: np.ndarray, is_kernel: np.ndarray
+) -> None:
+    for kernels, what in ((True, "kernels without a launching CPU op"), (False, "memcpy/memset")):
+        mine = rows[is_kernel == kernels]
+        if len(mine):
+            stats.notes.append(
+                f"{len(mine):,} {what} ({events.dur_ns[mine].sum() / 1e3:,.1f} us) count in "
+                "device time and are listed apart, not as op rows."
+            )
+
+
+def _note_unknown(stats: OpStats, ex: Executions) -> None:
+    for reason, ops in ex.unknown.items():
+        if any(family(n)[0] != OTHER or n.startswith("aten::") for n in ops):
+            stats.notes.append(f"{named(ops, 'op', 4)}: {reason}; times only.")

@@ -1,0 +1,142 @@
+"""The aten cost model, op by op, against counts worked out by hand."""
+
+from __future__ import annotations
+
+from tb_roofline_plugin.kineto.aten_cost import OpArgs, category, op_cost
+
+F32 = "float"
+BF16 = "c10::BFloat16"
+
+
+def cost(name, dims, types, concrete=(), flops=0.0):
+    return op_cost(name, OpArgs(list(dims), list(types), list(concrete)), flops)
+
+
+def test_mm_is_2mnk_and_reads_both_operands():
+    c = cost("aten::mm", [[64, 128], [128, 32]], [F32, F32])
+    assert c.flops == 2 * 64 * 32 * 128
+    assert c.bytes_accessed == (64 * 128 + 128 * 32 + 64 * 32) * 4
+    assert c.bytes_written == 64 * 32 * 4 and c.dtype == "fp32"
+
+
+def test_addmm_takes_its_operands_after_the_bias():
+    c = cost("aten::addmm", [[256], [32, 512], [512, 256], [], []], [F32] * 3 + ["Scalar"] * 2)
+    assert c.flops == 2 * 32 * 512 * 256
+    assert c.bytes_accessed == (256 + 32 * 512 + 512 * 256 + 32 * 256) * 4
+
+
+def test_bmm_and_baddbmm_multiply_by_the_batch():
+    assert cost("aten::bmm", [[1024, 96, 50], [1024, 50, 8]], [F32] * 2).flops == (
+        2 * 1024 * 96 * 8 * 50
+    )
+    c = cost("aten::baddbmm", [[4, 8, 16], [4, 8, 32], [4, 32, 16]], [BF16] * 3)
+    assert c.flops == 2 * 4 * 8 * 16 * 32 and c.dtype == "bf16"
+
+
+def test_matmul_broadcasts_batch_dims_and_linear_flattens_leading_dims():
+    assert cost("aten::matmul", [[2, 3, 10, 20], [20, 5]], [F32] * 2).flops == 2 * 6 * 10 * 5 * 20
+    c = cost("aten::linear", [[8, 16, 64], [128, 64], [128]], [BF16] * 3)
+    assert c.flops == 2 * (8 * 16) * 128 * 64
+    assert c.bytes_accessed == (8 * 16 * 64 + 128 * 64 + 128 + 8 * 16 * 128) * 2
+
+
+def test_conv2d_output_size_follows_stride_padding_dilation():
+    # 1x3x32x32 input, 8 filters 3x3, stride 2, padding 1: 16x16 output.
+    c = cost(
+        "aten::conv2d",
+        [[1, 3, 32, 32], [8, 3, 3, 3], [8], [], [], [], []],
+        [F32, F32, F32, "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+        ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "1"],
+    )
+    assert c.flops == 2 * 1 * 8 * 16 * 16 * 3 * 9
+
+
+def test_grouped_and_mkldnn_convolutions():
+    # Depthwise: 16 groups, weight [16, 1, 3, 3]: C_in/groups = 1 per output channel.
+    c = cost(
+        "aten::convolution",
+        [[2, 16, 8, 8], [16, 1, 3, 3], [], [], [], [], [], [], []],
+        [F32, F32, "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
+        ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "16"],
+    )
+    assert c.flops == 2 * 2 * 16 * 6 * 6 * 1 * 9
+    # mkldnn order is (padding, stride): padding 1, stride 1 keeps 32x32.
+    c = cost(
+        "aten::mkldnn_convolution",
+        [[32, 3, 32, 32], [16, 3, 3, 3], [16], [], [], [], []],
+        [F32, F32, F32, "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+        ["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "1"],
+    )
+    assert c.flops == 2 * 32 * 16 * 32 * 32 * 3 * 9 == 28_311_552
+
+
+def test_convolution_backward_counts_the_gradients_the_mask_asks_for():
+    dims = [[32, 16, 32, 32], [32, 3, 32, 32], [16, 3, 3, 3], [], [], [], [], [], [], [], []]
+    types = [F32] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", "ScalarList"]
+    forward = 2 * 32 * 16 * 32 * 32 * 3 * 9
+    concrete = ["", "", "", "[16]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    both = cost("aten::convolution_backward", dims, types, [*concrete, "[True, True, True]"])
+    weight_only = cost(
+        "aten::convolution_backward", dims, types, [*concrete, "[False, True, True]"]
+    )
+    assert both.flops == 2 * forward and weight_only.flops == forward
+
+
+def test_attention_forward_and_backward():
+    q = [2, 8, 128, 64]  # (B, H, L, E)
+    fwd = cost("aten::_scaled_dot_product_flash_attention", [q, q, q], [BF16] * 3)
+    assert fwd.flops == 2 * 2 * 8 * 128 * 128 * (64 + 64)
+    assert fwd.dtype == "bf16"
+    flash = cost("aten::_flash_attention_forward", [[2, 128, 8, 64]] * 3, [BF16] * 3)
+    assert flash.flops == fwd.flops  # (B, L, H, E) layout
+    bwd = cost("aten::_scaled_dot_product_flash_attention_backward", [q, q, q, q], [BF16] * 4)
+    assert bwd.flops == 2.5 * fwd.flops
+
+
+def test_elementwise_broadcast_and_activations():
+    c = cost("aten::add", [[32, 256], [256], []], [F32, F32, "Scalar"])
+    assert c.flops == 32 * 256
+    assert c.bytes_accessed == (32 * 256 + 256 + 32 * 256) * 4
+    assert cost("aten::relu", [[10, 10]], [F32]).flops == 100
+    assert cost("aten::gelu", [[10, 10]], [F32]).flops == 800
+    copy = cost("aten::copy_", [[4, 4], [4, 4], []], [F32, F32, "Scalar"])
+    assert copy.flops == 0 and copy.bytes_accessed == 3 * 16 * 4
+    assert category("aten::copy_") == "memory copy"
+
+
+def test_reductions_softmax_and_norms():
+    assert cost("aten::sum", [[8, 1024], [], []], [F32, "ScalarList", "Scalar"]).flops == 8192
+    s = cost("aten::_softmax", [[4, 100], [], []], [F32, "Scalar", "Scalar"])
+    assert s.flops == 5 * 400 and s.bytes_accessed == 2 * 400 * 4
+    ln = cost("aten::native_layer_norm", [[16, 512], [], [512], [512], []], [BF16] * 5)
+    assert ln.flops == 5 * 16 * 512
+    assert ln.bytes_accessed == (16 * 512 + 2 * 512 + 16 * 512) * 2
+    assert category("aten::native_batch_norm") == "normalization"
+
+
+def test_embedding_and_embedding_bag():
+    e = cost("aten::embedding", [[1000, 64], [32, 10]], [F32, "long int"])
+    assert e.flops == 0
+    assert e.bytes_accessed == 320 * 64 * 4 * 2 + 320 * 8
+    bag = cost("aten::embedding_bag", [[1000, 64], [320], [33]], [F32, "long int", "long int"])
+    assert bag.flops == 320 * 64
+    assert bag.bytes_written == 32 * 64 * 4
+
+
+def test_foreach_optimizer_ops_sum_over_the_tensor_lists():
+    lists = [[[10, 20], [30]], [[10, 20], [30]], []]
+    c = cost("aten::_foreach_add_", lists, ["TensorList", "TensorList", "Scalar"])
+    assert c.flops == 230
+    assert c.bytes_accessed == (230 * 2 + 230) * 4
+
+
+def test_trace_flops_win_and_missing_shapes_give_times_only():
+    assert cost("aten::mm", [[2, 3], [3, 4]], [F32] * 2, flops=1234.0).flops == 1234.0
+    none = cost("aten::mm", [], [])
+    assert not none.known and "record_shapes" in none.note
+    assert not cost("aten::mm", [[], []], ["TensorList", "Scalar"]).known
+    assert not cost("record_param_comms", [], []).known
+    assert category("record_param_comms") == "communication (NCCL)"
+    assert category("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function") == (
+        "embedding"
+    )
