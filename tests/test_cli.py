@@ -130,7 +130,9 @@ def test_foreign_files(tmp_path, content, expected):
 
 
 def test_directory_without_profiles_and_missing_path(tmp_path):
-    assert _bad("export", str(tmp_path)).endswith("directory contains no *.xplane.pb profiles")
+    assert _bad("export", str(tmp_path)).endswith(
+        "directory contains no *.xplane.pb or *.pt.trace.json profiles"
+    )
     assert _bad("export", str(tmp_path / "nope")).endswith("nope: no such file or directory")
 
 
