@@ -117,8 +117,8 @@ def test_empty_file(tmp_path):
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        (b'{"traceEvents": []}', "invalid wire type"),
-        (b"\x1f\x8b\x08\x00\x00\x00", "invalid wire type 7"),
+        (b'{"traceEvents": []}', "not an XSpace profile: it looks like a JSON document (PyTorch"),
+        (b"\x1f\x8b\x08\x00\x00\x00", "not an XSpace profile: it looks like a gzip file (PyTorch"),
         (b"\x08\x96\x01", "not an XSpace profile: no profile planes found"),
     ],
 )

@@ -17,19 +17,11 @@ from ..errors import ProfileError
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
+from ..xspace.discovery import host_name
 from .ops import NO_OPS, NO_PEAKS, NO_SHAPES, cpu_op_stats, gpu_op_stats
-from .trace_reader import TRACE_SUFFIXES, TraceEvents, read_trace
+from .trace_reader import TraceEvents, read_trace
 
-__all__ = ["analyze_trace", "analyze_events", "trace_host"]
-
-
-def trace_host(path: str | os.PathLike) -> str:
-    """``.../<worker>.<timestamp>.pt.trace.json[.gz]`` -> ``<worker>.<timestamp>``."""
-    name = os.path.basename(os.fspath(path))
-    for suffix in sorted(TRACE_SUFFIXES, key=len, reverse=True):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
+__all__ = ["analyze_trace", "analyze_events"]
 
 
 def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None) -> OpStats:
@@ -58,11 +50,14 @@ def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None)
     return stats
 
 
-def analyze_trace(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
-    """OpStats of one Kineto trace file; anything malformed is a one-line ProfileError."""
-    events = read_trace(path)
+def analyze_trace(
+    path: str | os.PathLike, peaks: PerfEnv | None = None, data: bytes | None = None
+) -> OpStats:
+    """OpStats of one Kineto trace file (``data``: its bytes, when read by the caller);
+    anything malformed is a one-line ProfileError naming the file."""
+    events = read_trace(path, data)
     try:
-        return analyze_events(events, trace_host(path), peaks)
+        return analyze_events(events, host_name(path), peaks)
     except (ValueError, OverflowError, ArithmeticError, TypeError, IndexError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ProfileError(path, f"malformed trace content ({detail})") from None

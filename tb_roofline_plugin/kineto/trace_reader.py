@@ -35,7 +35,6 @@ try:  # optional: faster, and no intermediate str for bytes input
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
 
-TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
 # Above this much JSON text, events are parsed one at a time even when orjson is there:
 # orjson parses the whole document about twice as fast but holds every event's dict at
 # once (on a 219 MB trace: 2.0 GB peak against 0.7 GB streamed, for 10 % less time overall,
@@ -89,16 +88,15 @@ class TraceEvents:
         return np.isin(self.category, codes)
 
 
-def is_trace_file(path: str | os.PathLike) -> bool:
-    return os.fspath(path).endswith(TRACE_SUFFIXES)
-
-
-def _file_text(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise UnreadableProfile(path, f"cannot read ({error.strerror or error})") from None
+def _file_text(path: str, data: bytes | None = None) -> bytes:
+    """The trace's JSON text: ``data`` (the file's bytes, read by the caller) or the local
+    file's, gunzipped when gzip."""
+    if data is None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as error:
+            raise UnreadableProfile(path, f"cannot read ({error.strerror or error})") from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -109,11 +107,12 @@ def _file_text(path: str) -> bytes:
     return data
 
 
-def load_document(path: str | os.PathLike) -> tuple[dict, Iterable]:
+def load_document(path: str | os.PathLike, data: bytes | None = None) -> tuple[dict, Iterable]:
     """The trace's top-level keys but ``traceEvents``, and its events (an iterator that
-    parses them one by one without orjson); a one-line ProfileError for anything else."""
+    parses them one by one without orjson); a one-line ProfileError for anything else.
+    ``data``: the file's bytes when the caller read them (remote logdirs)."""
     where = os.fspath(path)
-    data = _file_text(where)
+    data = _file_text(where, data)
     try:
         if _orjson is not None and len(data) <= ORJSON_MAX_BYTES:
             document = _orjson.loads(data)
@@ -221,15 +220,16 @@ def _number(value: Any) -> float:
     return 0.0
 
 
-def read_trace(path: str | os.PathLike) -> TraceEvents:
-    """The trace's complete events as columns (see ``TraceEvents``)."""
+def read_trace(path: str | os.PathLike, data: bytes | None = None) -> TraceEvents:
+    """The trace's complete events as columns (see ``TraceEvents``); ``data``: the file's
+    bytes when the caller read them."""
     where = os.fspath(path)
     # Millions of small containers (event dicts, shape lists) are made and mostly dropped
     # here, none in a cycle: the cyclic collector's passes over them would only cost time.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        document, events = load_document(where)
+        document, events = load_document(where, data)
         return _columns(events, document)
     except UnicodeDecodeError:
         raise ProfileError(where, "not UTF-8 text, not a PyTorch profiler trace") from None

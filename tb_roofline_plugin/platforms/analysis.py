@@ -10,10 +10,11 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
+from ..kineto import analyze_trace
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats, combine_hosts
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
-from ..xspace.discovery import host_name
+from ..xspace.discovery import host_name, is_pytorch_trace
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
 from .cpu import cpu_op_stats
 from .gpu import gpu_op_stats
@@ -101,7 +102,10 @@ def analyze_decoded(profile: Profile, path: str, peaks: PerfEnv | None = None) -
 
 
 def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
-    """OpStats of a local file; its bytes are let go as soon as the lines are read."""
+    """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name);
+    an XSpace file's bytes are let go as soon as the lines are read."""
+    if is_pytorch_trace(path):
+        return analyze_trace(path, peaks)
     profile = read_profile(path, release_lines=True)
     return analyze_decoded(profile, os.fspath(path), peaks)
 

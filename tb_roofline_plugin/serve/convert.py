@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 
 from ..errors import ProfileError, UnreadableProfile
+from ..kineto import analyze_trace
 from ..ops.op_stats import OpStats
 from ..platforms.analysis import analyze_decoded
-from ..xspace.discovery import filesystem
+from ..xspace.discovery import filesystem, is_pytorch_trace
 from ..xspace.profile_reader import decode_profile
 from . import stats_store
 
 
 def convert_file(path: str, peaks: str | None = None) -> OpStats:
-    """OpStats of one ``<host>.xplane.pb`` (local or remote); ProfileError for bad input."""
+    """OpStats of one host's file, ``<host>.xplane.pb`` or a PyTorch trace (local or
+    remote); ProfileError for bad input."""
     fs = filesystem(path)
     perf_env = None
     if peaks:
@@ -21,9 +23,13 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
 
         perf_env = load_perf_env(peaks)
     try:
-        profile = decode_profile(fs.read(path), path)  # the bytes live in the profile only
+        data = fs.read(path)
     except OSError as exc:
         raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
+    if is_pytorch_trace(path):
+        return analyze_trace(path, perf_env, data)
+    profile = decode_profile(data, path)  # the bytes live in the profile only
+    del data
     profile.release_lines = True
     return analyze_decoded(profile, path, perf_env)
 

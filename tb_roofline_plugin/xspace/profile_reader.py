@@ -45,6 +45,9 @@ _FOREIGN_MAGIC = (
 )
 
 
+TRACE_HINT = " (PyTorch profiler traces are read from files named *.pt.trace.json[.gz])"
+
+
 def device_planes_only(name: str, all_names: list[str] | None = None) -> bool:
     """Device planes and ``/host:metadata`` (no host events)."""
     return name.startswith("/device:") or name == METADATA_PLANE
@@ -236,21 +239,26 @@ def decode_profile(
                 profile.planes.append(_plane_view(buf, start, end, base))
             else:
                 profile.skipped_planes.append(name)
-    except _WireError as exc:
-        raise ProfileError(path, f"not a valid XSpace profile: wire format is {exc}") from None
-    except DecodeError as exc:
-        raise ProfileError(path, f"not a valid XSpace profile: {exc}") from None
+    except (_WireError, DecodeError) as exc:
+        foreign = _foreign(buf)
+        if foreign:
+            raise ProfileError(path, f"not an XSpace profile: {foreign}") from None
+        detail = f"wire format is {exc}" if isinstance(exc, _WireError) else str(exc)
+        raise ProfileError(path, f"not a valid XSpace profile: {detail}") from None
     if not profile.planes and not profile.skipped_planes:
-        raise ProfileError(path, f"not an XSpace profile: {_describe_foreign(buf)}")
+        foreign = _foreign(buf) or "no profile planes found"
+        raise ProfileError(path, f"not an XSpace profile: {foreign}")
     return profile
 
 
-def _describe_foreign(buf: memoryview) -> str:
+def _foreign(buf: memoryview) -> str:
+    """What a file that is no XSpace looks like ("" when nothing is recognised)."""
     head = bytes(buf[:4])
     for magic, what in _FOREIGN_MAGIC:
         if head.startswith(magic):
-            return f"it looks like {what}"
-    return "no profile planes found"
+            hint = TRACE_HINT if what in ("a gzip file", "a JSON document") else ""
+            return f"it looks like {what}{hint}"
+    return ""
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
