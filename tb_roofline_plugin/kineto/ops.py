@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, nested_in_earlier
+from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, nesting_parents
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops
 from ..peaks.perf_env import PerfEnv, RunEnvironment
@@ -115,27 +115,7 @@ def nesting(events: TraceEvents) -> Nesting:
     b, e = thread * stride + begin, thread * stride + end
     order = np.lexsort((b - e, b))
     b, e = b[order], e[order]
-    return Nesting(order, b, e, _parents(b, e), stride, thread_index)
-
-
-def _parents(b: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Parent (sorted position) of each sorted span, level by level as op_metrics.self_times:
-    the outermost spans, then those directly inside them, and so on."""
-    parent = np.full(len(b), -1, np.int64)
-    candidates = np.arange(len(b))
-    while len(candidates):
-        inside = nested_in_earlier(b[candidates], e[candidates])
-        level, nested = candidates[~inside], candidates[inside]
-        if len(nested) == 0:
-            break
-        slot = np.searchsorted(b[level], b[nested], side="right") - 1
-        bad = (slot >= 0) & (e[level[np.maximum(slot, 0)]] < e[nested])
-        while bad.any():  # an equal-begin, shorter span of this level cannot be the parent
-            slot[bad] -= 1
-            bad = (slot >= 0) & (e[level[np.maximum(slot, 0)]] < e[nested])
-        parent[nested] = np.where(slot >= 0, level[np.maximum(slot, 0)], -1)
-        candidates = nested
-    return parent
+    return Nesting(order, b, e, nesting_parents(b, e), stride, thread_index)
 
 
 @dataclass

@@ -30,8 +30,9 @@ import numpy as np
 
 from ..errors import ProfileError, UnreadableProfile
 
+_orjson: Any
 try:  # optional: faster, and no intermediate str for bytes input
-    import orjson as _orjson
+    import orjson as _orjson  # type: ignore[no-redef]
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
 

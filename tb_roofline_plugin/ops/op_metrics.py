@@ -166,22 +166,15 @@ def nested_in_earlier(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     return contained
 
 
-def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
-    """Self time of each event: its duration minus that of its directly nested children.
+def nesting_parents(b: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The parent (position) of each span of one line sorted by (begin, -duration): the
+    innermost earlier span holding it, -1 for none; a partial overlap is not nesting.
 
-    Events nest by time containment on one line; a partial overlap is not nesting. Solved
-    level by level with array operations: the outermost events, then those directly
+    Solved level by level with array operations: the outermost spans, then those directly
     inside them, and so on (a handful of levels: while loops, their bodies, ...).
     """
-    n = len(begin_ps)
-    duration = end_ps - begin_ps
-    if n == 0:
-        return duration
-    order = np.lexsort((-duration, begin_ps))
-    b, e = begin_ps[order], end_ps[order]
-    parent = np.full(n, -1, np.int64)  # positions in `order`
-    outer = np.arange(n)  # events whose parent is among `outer` or none
-    candidates = outer
+    parent = np.full(len(b), -1, np.int64)
+    candidates = np.arange(len(b))  # spans whose parent is among the candidates or none
     while len(candidates):
         inside = nested_in_earlier(b[candidates], e[candidates])
         level, nested = candidates[~inside], candidates[inside]
@@ -196,6 +189,18 @@ def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
             slot[bad] -= 1
         parent[nested] = np.where(slot >= 0, level[np.maximum(slot, 0)], -1)
         candidates = nested
+    return parent
+
+
+def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
+    """Self time of each event: its duration minus that of its directly nested children
+    (events nest by time containment on one line, ``nesting_parents``)."""
+    n = len(begin_ps)
+    duration = end_ps - begin_ps
+    if n == 0:
+        return duration
+    order = np.lexsort((-duration, begin_ps))
+    parent = nesting_parents(begin_ps[order], end_ps[order])  # positions in `order`
     nested = parent >= 0
     child_time = np.zeros(n, np.int64)
     np.add.at(child_time, order[parent[nested]], duration[order[nested]])
