@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns, nesting_parents
+from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents
 from ..ops.op_stats import OpStats, StepInfo, table_steps
-from ..ops.step_ops import StepOps, part_cells, step_ops
+from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
 from .aten_cost import MEMORY_COPY, OTHER, AtenCost, OpArgs, family, op_cost
@@ -235,27 +235,11 @@ def aggregate(
     flops = binned.sum([zeros_ev, ex.flops[keep_ex]])
     total_bytes = binned.sum([zeros_ev, ex.bytes_accessed[keep_ex]])
     written = binned.sum([zeros_ev, ex.bytes_written[keep_ex]])
-    read = np.maximum(total_bytes - written, 0.0)
-    breakdown = np.zeros((len(binned), 3, 2))
-    breakdown[:, HBM, READ] = read
-    breakdown[:, HBM, WRITE] = written
     static = empty_columns(n)
     static["name"][:] = ex.names
     static["category"][:] = ex.categories
     static["dtype"][:] = ex.dtypes
-    time_int = time_ps.astype(np.int64)
-    columns = {
-        "occurrences": occurrences.astype(np.int64),
-        "time_ps": time_int,
-        "self_time_ps": time_int,
-        "normalized_time_ps": time_ps,
-        "flops": flops,
-        "model_flops": flops,
-        "bytes_accessed": total_bytes,
-        "breakdown": breakdown,
-        "has_breakdown": (read > 0) | (written > 0),
-        "dma_stall_ps": np.zeros(len(binned)),
-    }
+    columns = unnested_columns(occurrences, time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
 
 

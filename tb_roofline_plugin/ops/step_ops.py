@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from .op_metrics import IDLE_NAME, SUMMED_COLUMNS, OpMetricsDb, empty_columns, with_idle
+from .op_metrics import (
+    HBM,
+    IDLE_NAME,
+    READ,
+    SUMMED_COLUMNS,
+    WRITE,
+    OpMetricsDb,
+    empty_columns,
+    with_idle,
+)
 
 DENSE_CELLS = 1 << 25  # up to this many possible (group, op) cells, bin without sorting
 
@@ -188,6 +197,34 @@ def _per_row(per_op: np.ndarray, op: np.ndarray) -> np.ndarray:
     if not per_op.any():
         return np.broadcast_to(np.zeros(1, per_op.dtype)[0], (len(op), *per_op.shape[1:]))
     return per_op[op]
+
+
+def unnested_columns(
+    occurrences: np.ndarray,
+    time_ps: np.ndarray,
+    flops: np.ndarray,
+    bytes_accessed: np.ndarray,
+    bytes_written: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Per-cell columns of ops timed by events that do not nest (GPU kernels): self time is
+    the time, and the bytes are HBM traffic, the written part and the rest read."""
+    read = np.maximum(bytes_accessed - bytes_written, 0.0)
+    breakdown = np.zeros((len(time_ps), 3, 2))
+    breakdown[:, HBM, READ] = read
+    breakdown[:, HBM, WRITE] = bytes_written
+    time_int = time_ps.astype(np.int64)
+    return {
+        "occurrences": occurrences.astype(np.int64),
+        "time_ps": time_int,
+        "self_time_ps": time_int,
+        "normalized_time_ps": time_ps,
+        "flops": flops,
+        "model_flops": flops,
+        "bytes_accessed": bytes_accessed,
+        "breakdown": breakdown,
+        "has_breakdown": (read > 0) | (bytes_written > 0),
+        "dma_stall_ps": np.zeros(len(time_ps)),
+    }
 
 
 def step_ops(static: dict[str, np.ndarray], binned: Cells, columns: dict, totals) -> StepOps:

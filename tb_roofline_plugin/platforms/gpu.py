@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
-from ..ops.op_metrics import HBM, READ, WRITE, OpMetricsDb, empty_columns
+from ..ops.op_metrics import OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
-from ..ops.step_ops import Cells, StepOps, cells, step_ops
+from ..ops.step_ops import Cells, StepOps, cells, step_ops, unnested_columns
 from ..peaks.device_rules import gpu_dtype_tflops, gpu_perf_env
 from ..peaks.perf_env import RunEnvironment
 from ..xspace.event_table import EventTable, StringCodes, first_seen_codes, line_tables
@@ -300,23 +300,7 @@ def aggregate(
     from_events = (total_bytes <= 0) & (event_bytes > 0)
     total_bytes = np.where(from_events, event_bytes, total_bytes)
     written = np.where(from_events, 0.0, np.maximum(written, 0.0))
-    read = np.maximum(total_bytes - written, 0.0)
-    breakdown = np.zeros((len(binned), 3, 2))
-    breakdown[:, HBM, READ] = read
-    breakdown[:, HBM, WRITE] = written
-    time_int_ps = time_ps.astype(np.int64)
-    columns = {
-        "occurrences": binned.sum().astype(np.int64),
-        "time_ps": time_int_ps,
-        "self_time_ps": time_int_ps,  # kernels do not nest
-        "normalized_time_ps": time_ps,
-        "flops": flops,
-        "model_flops": flops,
-        "bytes_accessed": total_bytes,
-        "breakdown": breakdown,
-        "has_breakdown": (read > 0) | (written > 0),
-        "dma_stall_ps": np.zeros(len(binned)),
-    }
+    columns = unnested_columns(binned.sum(), time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
 
 
