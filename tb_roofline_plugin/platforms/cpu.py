@@ -1,10 +1,12 @@
-"""CPU op metrics (JAX and TensorFlow XLA:CPU) from ``/host:CPU`` op events and the HLO cost model.
+"""CPU op metrics (JAX, TensorFlow and PyTorch/XLA on XLA:CPU) from ``/host:CPU`` op events
+and the HLO cost model.
 
-XLA:CPU op events run on host threads with ``hlo_op``/``program_id`` stats; ops of one
-step can run concurrently on several threads, so the Program time is wall time (the
-span of the ops, or of a step), never a sum of op times. Steps are host step roots
-(``_r`` stat, e.g. ``jax.profiler.StepTraceAnnotation``); an op belongs to the step
-whose span contains its start.
+XLA:CPU op events run on host threads with ``hlo_op``/``program_id`` stats. An op lasts
+until its flow-linked ``end: <op>`` event when that comes later (asynchronous thunks: the
+op event is only the dispatch). Ops of one step can run concurrently on several threads,
+so the Program time is wall time (the span of the ops, or of a step), never a sum of op
+times. Steps are host step roots (``_r`` stat, e.g. ``jax.profiler.StepTraceAnnotation``)
+and claim whole program executions (``cpu_executions``).
 """
 
 from __future__ import annotations
