@@ -153,9 +153,11 @@ export class ModelView {
       parts.push(
         status(
           'empty',
-          this.program && this.program.total_time_in_us > 0
-            ? 'This selection has no device ops (with this infeed/outfeed setting).'
-            : 'This profile has no device ops: nothing ran on an accelerator while it was recorded. See the notes above.',
+          this.data.device.hardware_type === 'CPU'
+            ? 'This profile has no ops to place on a roofline (no XLA ops on the host). See the notes above.'
+            : this.program && this.program.total_time_in_us > 0
+              ? 'This selection has no device ops (with this infeed/outfeed setting).'
+              : 'This profile has no device ops: nothing ran on an accelerator while it was recorded. See the notes above.',
         ),
       );
     } else {

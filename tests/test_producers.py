@@ -180,6 +180,13 @@ def test_tensorflow_without_xla_has_five_steps_and_says_why_nothing_is_costed(sh
         r for r in database.roofline_model_record if r.record_type == roofline_model_pb2.PER_STEP
     ]
     assert len(per_step) == 10 and all(r.flops == 0 for r in per_step)
+    # Total: the wall time from the first step's start to the last step's end.
+    (total,) = [
+        r
+        for r in database.roofline_model_record
+        if r.record_type == roofline_model_pb2.ALL and r.rank == 0 and r.include_infeed_outfeed
+    ]
+    assert total.total_time_in_us == pytest.approx((roots[-1][1] - roots[0][0]) / 1e6)
 
 
 def test_nested_step_roots_are_not_steps_of_their_own():

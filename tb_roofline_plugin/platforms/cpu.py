@@ -264,8 +264,11 @@ def cpu_op_stats(
         span = int(events.op_end.max() - events.op_begin.min())
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
         all_db = whole.db(0)
-    else:
-        all_db, missing = with_idle(OpMetricsDb(**empty_columns(0))), None
+    else:  # no XLA ops: the profile's time is that of its steps, if it has any
+        steps = events.steps if events is not None else []
+        span = max((e for _, _, e in steps), default=0) - min((b for _, b, _ in steps), default=0)
+        all_db = with_idle(OpMetricsDb(**empty_columns(0), total_time_ps=span))
+        missing = None
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
