@@ -1,6 +1,6 @@
 """Long fuzzing runs of the targets tests/test_fuzz.py runs for seconds.
 
-    python benchmarks/fuzz_long.py --minutes 10 [--targets bytes,fields,hlo,http]
+    python benchmarks/fuzz_long.py --minutes 10 [--targets bytes,fields,hlo,http,trace]
                                    [--seed N] [--save DIR] [--engine random|atheris]
 
 ``random`` (default): our mutators (``tests/fuzz_support.py``), equal time for each target,
@@ -13,6 +13,13 @@ input of each distinct new failure is saved under ``--save`` (default
 seeded with the same corpus (copied into a temporary folder, never into the repository);
 libFuzzer prints its own statistics ("Done N runs in S second(s)").
 
+``trace``: the PyTorch profiler (Kineto) reader and the pipeline after it, on mutated traces
+(half byte level: gzip truncated or flipped, JSON numbers replaced by NaN, Infinity, 1e308,
+2**70, null, strings or lists, bytes mutated; half structure level: wrong types, nulls and
+extreme numbers in events and args, events dropped or repeated), each parsed by the
+standard library or orjson at random. Its seeds add the A100 sample (35 MB of JSON, about
+1 s a run, one run in 20) to the small ones tests/test_fuzz.py uses.
+
 Seeds are the real profiles in ``../shared/data`` (``TB_ROOFLINE_SHARED``), read at run
 time, and small generated ones.
 """
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import json
 import random
 import re
 import shutil
@@ -35,7 +43,7 @@ for path in (REPO, REPO / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-TARGETS = ("bytes", "fields", "hlo", "http")
+TARGETS = ("bytes", "fields", "hlo", "http", "trace")
 
 
 def _signature(failure) -> str:
@@ -62,6 +70,12 @@ class Runner:
         self.spent = collections.Counter()
         self.new: dict[str, tuple[str, str]] = {}
         self._http = None
+        self.traces = list(fs.kineto_seeds())
+        self.traces += [
+            (f"pytorch/{p.parent.name}/{p.name}", p.read_bytes())
+            for p in sorted(fs.KINETO_DIR.glob("a100_recsys/*.pt.trace.json*"))
+        ]
+        self.trace_documents: dict[str, dict] = {}
 
     def _http_target(self):
         if self._http is None:
@@ -92,6 +106,25 @@ class Runner:
                 mutated, _ = fs.mutate_module(rng, module, rng.choice((1, 2, 4, 8)))
                 blob = mutated.SerializeToString()
                 run = lambda: fs.hlo_target(mutated)  # noqa: E731
+        elif target == "trace":
+            small = len(fs.kineto_seeds())
+            large = self.traces[small:]  # 1 s a run: one run in 20
+            pool = large if large and rng.random() < 0.05 else self.traces[:small]
+            name, seed = rng.choice(pool)
+            stdlib = rng.random() < 0.5
+            if rng.random() < 0.5:
+                data = seed
+                for _ in range(rng.choice((1, 1, 2, 3))):
+                    data, _ = fs.mutate_trace_bytes(rng, data)
+            else:
+                if name not in self.trace_documents:
+                    self.trace_documents[name] = fs.trace_document(seed)
+                document = json.loads(json.dumps(self.trace_documents[name]))
+                fs.mutate_trace_document(rng, document, rng.choice((1, 1, 2, 4)))
+                data = fs.trace_bytes(document, gz=rng.random() < 0.2)
+            blob, trace = data, data
+            run = lambda: fs.kineto_target(trace, fs.KINETO_NAME, stdlib)  # noqa: E731
+            data = None  # not an XSpace: no known bug is about its doubles
         else:
             http, runs = self._http_target()
             route, query = fs.random_request(rng, runs)
@@ -213,7 +246,7 @@ def run_atheris(minutes: float, seed: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
-    parser.add_argument("--targets", default=",".join(TARGETS), help="bytes,fields,hlo,http")
+    parser.add_argument("--targets", default=",".join(TARGETS), help="bytes,fields,hlo,http,trace")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--save", type=Path, default=REPO / "benchmarks" / "out" / "fuzz")
     parser.add_argument("--engine", choices=("random", "atheris"), default="random")

@@ -12,8 +12,9 @@ import {remember, restore, state, stepOptions} from './state.js';
 const CALIBRATION_POLL_MS = 1000;
 
 const NO_RUNS =
-  'No profiles found in this logdir. Record one (jax.profiler.trace, tf.profiler, PyTorch/XLA); ' +
-  'the plugin reads <logdir>/**/plugins/profile/<run>/<host>.xplane.pb.';
+  'No profiles found in this logdir. Record one (jax.profiler.trace, tf.profiler, PyTorch/XLA, ' +
+  'torch.profiler); the plugin reads <logdir>/**/plugins/profile/<run>/<host>.xplane.pb and ' +
+  'folders of PyTorch profiler traces, <worker>.<timestamp>.pt.trace.json[.gz] (a folder is a run).';
 
 export class App {
   constructor(root) {

@@ -153,7 +153,7 @@ function messages(diagnostics, notes, unattributed) {
         {class: 'info'},
         el('strong', {text: 'Note: '}),
         readableMessage(
-          `${num(unattributed.length)} GPU kernel(s) without an HLO op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`,
+          `${num(unattributed.length)} GPU kernel(s) not attributed to any op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`,
         ),
       ),
     );

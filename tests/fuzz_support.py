@@ -7,6 +7,10 @@ Three targets, each with the contract the issue states:
 * ``hlo_target(module)``: ``ModuleCosts(module)``: ``cost``, ``category``, ``source``,
   ``is_matmul_or_convolution`` of every instruction.
 * ``HttpTarget(logdir)(method, path, query)``: one request through ``TensorBoardWSGI``.
+* ``kineto_target(data, name, stdlib)``: a PyTorch profiler trace's bytes through
+  ``kineto.analyze_trace`` (streamed standard-library parse or orjson) and the same pipeline
+  after it; mutators ``mutate_trace_bytes`` and ``mutate_trace_document``, hostile cases
+  ``kineto_cases``, and ``write_tiny_ops_trace`` for millions of ops.
 
 Each returns a short outcome string ("ok", "error: ...") or raises ``FuzzFailure``: another
 exception than ``RooflineError``, a multi-line error or one not naming the input, NaN or
@@ -28,10 +32,12 @@ import json
 import math
 import os
 import random
+import re
 import resource
 import signal
 import sys
 import traceback
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,14 +238,19 @@ def check_error_message(exc: RooflineError, name: str | None, where: str) -> str
 # --- target 1: the profile pipeline ------------------------------------------------------------
 
 
-def _pipeline(data: bytes, name: str) -> str:
-    from tb_roofline_plugin.ops.selection import AVERAGE, TOTAL, select
+def _analyze_bytes(data: bytes, name: str):
     from tb_roofline_plugin.platforms.analysis import analyze_bytes
+
+    return analyze_bytes(data, name)  # what the CLI and the server call
+
+
+def _pipeline(data: bytes, name: str, analyze=_analyze_bytes) -> str:
+    from tb_roofline_plugin.ops.selection import AVERAGE, TOTAL, select
     from tb_roofline_plugin.render.datatable import to_csv, to_datatable
     from tb_roofline_plugin.render.export import selection_database, to_json
     from tb_roofline_plugin.roofline.model import build_database
 
-    stats = analyze_bytes(data, name)  # what the CLI and the server call
+    stats = analyze(data, name)
     database = build_database(stats)
     table = to_datatable(database)
     check_finite(table, f"{name}: datatable")
@@ -1171,3 +1182,318 @@ def decoder_target(events: list[bytes], timestamp_ns: int = 7) -> str:
         if (where := same_tables(outcome, reference)) is not None:
             raise FuzzFailure("decoder mismatch", f"{name} differs in {where}", repr(events))
     return "ok" if not isinstance(reference, str) else f"error: {reference}"
+
+
+# --- target 5: the PyTorch profiler (Kineto) trace reader ------------------------------------
+
+KINETO_NAME = "fuzz.1.pt.trace.json"
+KINETO_DIR = SHARED_DATA / "pytorch"
+
+
+def _analyze_trace(data: bytes, name: str):
+    from tb_roofline_plugin.kineto import analyze_trace
+
+    return analyze_trace(name, data=data)
+
+
+def orjson_installed() -> bool:
+    from tb_roofline_plugin.kineto import trace_reader
+
+    return trace_reader._orjson is not None
+
+
+@contextlib.contextmanager
+def _trace_parser(stdlib: bool):
+    """The standard library's streamed parse (``stdlib``) or the one the environment picks."""
+    from tb_roofline_plugin.kineto import trace_reader
+
+    saved = trace_reader._orjson
+    if stdlib:
+        trace_reader._orjson = None
+    try:
+        yield
+    finally:
+        trace_reader._orjson = saved
+
+
+def kineto_target(data: bytes, name: str = KINETO_NAME, stdlib: bool = False) -> str:
+    """A trace's bytes through ``analyze_trace`` and the whole pipeline after it (datatable,
+    json of every step selection, csv); a RooflineError is an accepted outcome."""
+    with _trace_parser(stdlib):
+        try:
+            return guarded(name, _pipeline, data, name, _analyze_trace)
+        except RooflineError as exc:
+            return "error: " + check_error_message(exc, name, name)[len(name) + 2 :][:160]
+
+
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "kineto_trace", REPO / "benchmarks" / "kineto_trace.py"
+    )
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@functools.lru_cache(maxsize=1)
+def kineto_seeds() -> tuple[tuple[str, bytes], ...]:
+    """(name, bytes) of small traces: a generated GPU one (kernels, steps, memcpy), the
+    shared MI250 (gzip) and CPU-only ones when ../shared/data is there. The A100 sample
+    (35 MB of JSON, 1 s a run) is left to ``kineto_case`` and the long runs."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kineto_seed_") as folder:
+        path = os.path.join(folder, "gen.1.pt.trace.json")
+        _generator().write_trace(path, steps=2, seed=1)
+        seeds = [("generated_h100.pt.trace.json", Path(path).read_bytes())]
+    for sample in ("mi250_minitoy", "cpu_cnn"):
+        for path in sorted((KINETO_DIR / sample).glob("*.pt.trace.json*")):
+            seeds.append((f"pytorch/{sample}/{path.name}", path.read_bytes()))
+    return tuple(seeds)
+
+
+def trace_json(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def trace_document(data: bytes) -> dict:
+    return json.loads(trace_json(data))
+
+
+def trace_bytes(document, gz: bool = False) -> bytes:
+    """JSON as Python writes it: NaN and Infinity as bare tokens, as Kineto never does."""
+    import gzip
+
+    text = json.dumps(document, allow_nan=True).encode()
+    return gzip.compress(text, compresslevel=1) if gz else text
+
+
+# Values put where the trace has others: wrong types, nulls, non-finite and huge numbers.
+_TRACE_VALUES: tuple = (
+    None, True, 0, -1, 1.5, 2**31, 2**53 + 1, 2**63, -(2**63) - 1, 2**70, -(2**70), 10**400,
+    1e308, -1e308, 5e-324, math.nan, math.inf, -math.inf,
+    "", "7", "0x10", "1e308", "NaN", "aten::mm", "kernel", "cpu_op", "ProfilerStep#3",
+    "ProfilerStep#-1", "ProfilerStep#99999999999999999999", "ProfilerStep#x", "x" * 3000,
+    [], {}, [1, 2], [[2**70, 3]], [[math.nan]], [[1e308, 1e308], [1e308, 1e308]], [[-5, 3]],
+    [["a"]], [None], {"a": 1}, [[[[[[[[1]]]]]]]], ["float", None, 3],
+)  # fmt: skip
+_EVENT_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id")
+_ARG_KEYS = (
+    "correlation", "External id", "device", "stream", "Input Dims", "Input type",
+    "Concrete Inputs", "flops", "bytes", "Sequence number", "Fwd thread id", "Ev Idx",
+)  # fmt: skip
+_PROPERTY_KEYS = ("id", "name", "totalGlobalMem", "computeMajor", "computeMinor", "numSms")
+_PROPERTY_KEYS += ("maxThreadsPerBlock", "sharedMemPerBlock", "regsPerBlock", "warpSize")
+
+
+def mutate_trace_document(rng: random.Random, document: dict, count: int = 1) -> str:
+    """Structure-level mutations of a parsed trace, in place: an event's or its args' value
+    replaced by a wrong type, null, non-finite or huge number (sometimes in every event of
+    that category), keys deleted, events deleted or duplicated, deviceProperties changed,
+    the top level's types swapped. Returns what was done."""
+    done = []
+    events = document.get("traceEvents")
+    for _ in range(count):
+        kind = rng.choice(("event", "event", "args", "args", "all", "drop", "dup", "props", "top"))
+        if not isinstance(events, list) or not events:
+            kind = "top"
+        if kind in ("event", "args", "all"):
+            event = rng.choice(events)
+            if not isinstance(event, dict):
+                continue
+            value = rng.choice(_TRACE_VALUES)
+            if kind == "event":
+                key = rng.choice(_EVENT_KEYS)
+                targets, where = [event], None
+            else:
+                key = rng.choice(_ARG_KEYS)
+                targets, where = [event], "args"
+                if kind == "all":  # every event of this category
+                    cat = event.get("cat")
+                    targets = [e for e in events if isinstance(e, dict) and e.get("cat") == cat]
+            for target in targets:
+                holder = target
+                if where:
+                    holder = target.get("args")
+                    if not isinstance(holder, dict):
+                        holder = target["args"] = {}
+                if rng.random() < 0.15:
+                    holder.pop(key, None)
+                else:
+                    holder[key] = value
+            done.append(f"{kind} {key}={str(value)[:20]}")
+        elif kind == "drop":
+            del events[rng.randrange(len(events))]
+            done.append("drop event")
+        elif kind == "dup":
+            at = rng.randrange(len(events))
+            events[at:at] = [events[at]] * rng.choice((1, 2, 50))
+            done.append("dup event")
+        elif kind == "props":
+            props = document.get("deviceProperties")
+            if (
+                isinstance(props, list)
+                and props
+                and isinstance(props[0], dict)
+                and rng.random() < 0.8
+            ):
+                props[0][rng.choice(_PROPERTY_KEYS)] = rng.choice(_TRACE_VALUES)
+            else:
+                document["deviceProperties"] = rng.choice(_TRACE_VALUES)
+            done.append("deviceProperties")
+        else:
+            key = rng.choice(
+                ("traceEvents", "deviceProperties", "schemaVersion", "distributedInfo")
+            )
+            document[key] = rng.choice(_TRACE_VALUES)
+            events = document.get("traceEvents")
+            done.append(f"top {key}")
+    return ", ".join(done)
+
+
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_TOKENS = (b"NaN", b"Infinity", b"-Infinity", b"1e308", b"-1e308", b"1e999", b"2e-400", b"null")
+_TOKENS += (
+    str(2**70).encode(),
+    str(-(2**63) - 1).encode(),
+    b'"12"',
+    b"[]",
+    b"{}",
+    b"true",
+    b"9" * 400,
+)
+
+
+def mutate_trace_bytes(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """One mutation of a trace file's bytes: the gzip stream truncated or flipped, a number
+    token of the JSON replaced by an extreme or mistyped one, or a byte-level mutation of
+    the JSON text (``mutate_bytes``); gzip seeds are gzipped again half the time."""
+    import gzip
+
+    gz = data[:2] == b"\x1f\x8b"
+    if gz and rng.random() < 0.25:
+        return mutate_bytes(rng, data)  # mostly truncated or corrupt gzip
+    try:
+        text = trace_json(data)
+    except (EOFError, OSError, zlib.error):  # already corrupt
+        return mutate_bytes(rng, data)
+    if rng.random() < 0.5:
+        numbers = (
+            list(_NUMBER.finditer(text, rng.randrange(len(text) + 1)))[:200]
+            or list(_NUMBER.finditer(text))[:200]
+        )
+        if numbers:
+            match = rng.choice(numbers)
+            token = rng.choice(_TOKENS)
+            text = text[: match.start()] + token + text[match.end() :]
+            what = f"number at {match.start()} -> {token[:20]!r}"
+        else:
+            text, what = mutate_bytes(rng, text)
+    else:
+        text, what = mutate_bytes(rng, text)
+    if gz and rng.random() < 0.5:
+        text = gzip.compress(text, compresslevel=1)
+    return text, what
+
+
+def deep_trace(depth: int = 100_000) -> bytes:
+    """A CPU trace whose op has ``depth`` nested lists as its Input Dims."""
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0,
+             "dur": 10, "args": {"Input Dims": "@", "Input type": ["float", "float"]}}  # fmt: skip
+    text = json.dumps({"traceEvents": [event]}).encode()
+    return text.replace(b'"@"', b"[" * depth + b"]" * depth)
+
+
+def write_tiny_ops_trace(path: str | os.PathLike, count: int, per_step: int = 100_000) -> int:
+    """Writes ``count`` small ``cpu_op`` events without any kernel, ``per_step`` to each
+    ``ProfilerStep#N`` span, compactly and a step at a time (2 million events are 166 MB of
+    JSON, written in about 2 s with 20 MB held); returns the file's size."""
+    op = b'{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%d,"dur":1},\n'
+    step = b'{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":1,"tid":1,'
+    step += b'"ts":%d,"dur":%d},\n'
+    with open(path, "wb") as out:
+        out.write(b'{"traceEvents":[\n')
+        for first in range(0, count, per_step):
+            n = min(per_step, count - first)
+            out.write(step % (first // per_step + 1, 2 * first, 2 * n))
+            out.write(b"".join([op % ts for ts in range(2 * first, 2 * (first + n), 2)]))
+        out.write(b'{"ph":"M","name":"process_name","pid":1,"args":{"name":"python"}}]}')
+        return out.tell()
+
+
+def _with_values(document: dict, categories: tuple[str, ...], key: str, value, args: bool):
+    """A copy of ``document`` with ``key`` (in ``args`` when ``args``) set to ``value`` in
+    every event of ``categories``."""
+    document = json.loads(json.dumps(document))
+    for event in document["traceEvents"]:
+        if isinstance(event, dict) and event.get("cat") in categories:
+            (event.setdefault("args", {}) if args else event)[key] = value
+    return document
+
+
+_GPU = ("kernel", "gpu_memcpy", "cuda_runtime")
+_HUGE = {"nan": math.nan, "inf": math.inf, "1e308": 1e308, "2^70": 2**70}
+
+
+def kineto_cases() -> dict[str, bytes]:
+    """Named hostile traces, each a variation of the generated GPU trace (kernels, runtime
+    calls, ops, steps, a memcpy): truncated gzip; NaN, infinity, 1e308 and 2**70 in
+    ts/dur/correlation/Input Dims; wrong types in ``args``; nulls; 100 000 nested lists."""
+    import gzip
+
+    seed = trace_document(kineto_seeds()[0][1])
+    whole = gzip.compress(trace_bytes(seed))
+    cases = {
+        "truncated-gzip": whole[: len(whole) // 2],
+        "gzip-header-only": whole[:10],
+        "gzip-flipped-crc": whole[:-8] + bytes(b ^ 0xFF for b in whole[-8:-4]) + whole[-4:],
+        "deep-nesting-100k": deep_trace(100_000),
+        "deep-nesting-top": b'{"traceEvents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    }
+    for label, value in _HUGE.items():
+        cases[f"ts-{label}"] = _with_values(seed, ("kernel",), "ts", value, False)
+        cases[f"dur-{label}"] = _with_values(seed, ("cpu_op",), "dur", value, False)
+        cases[f"correlation-{label}"] = _with_values(seed, _GPU, "correlation", value, True)
+        cases[f"input-dims-{label}"] = _with_values(
+            seed, ("cpu_op",), "Input Dims", [[value, 64], [64, value], [value]], True
+        )
+        cases[f"flops-{label}"] = _with_values(seed, ("cpu_op", "kernel"), "flops", value, True)
+    wrong = {
+        "args-list": ("args", [1, 2], False),
+        "args-string": ("args", "x", False),
+        "args-null": ("args", None, False),
+        "ts-string": ("ts", "1000", False),
+        "ts-null": ("ts", None, False),
+        "name-null": ("name", None, False),
+        "name-list": ("name", ["aten::mm"], False),
+        "pid-dict": ("pid", {"a": 1}, False),
+        "tid-list": ("tid", [1, [2]], False),
+        "correlation-string": ("correlation", "abc", True),
+        "correlation-null": ("correlation", None, True),
+        "external-id-list": ("External id", [7], True),
+        "device-string": ("device", "cuda:0", True),
+        "input-dims-dict": ("Input Dims", {"0": [2, 3]}, True),
+        "input-dims-strings": ("Input Dims", [["2", "3"], "x", None], True),
+        "input-dims-null": ("Input Dims", None, True),
+        "input-type-dict": ("Input type", {"a": 1}, True),
+        "input-type-numbers": ("Input type", [1, None, [2]], True),
+        "concrete-inputs-dict": ("Concrete Inputs", {"a": "[1]"}, True),
+        "concrete-inputs-huge": ("Concrete Inputs", ["", "9" * 5000, "[" * 5000], True),
+        "flops-string": ("flops", "1e12", True),
+        "bytes-list": ("bytes", [1 << 20], True),
+    }
+    everything = ("cpu_op", "kernel", "gpu_memcpy", "cuda_runtime", "user_annotation")
+    for label, (key, value, args) in wrong.items():
+        cases[label] = _with_values(seed, everything, key, value, args)
+    cases["device-properties-wrong"] = {**seed, "deviceProperties": [{"name": 7, "numSms": "x"}]}
+    cases["device-properties-huge"] = {
+        **seed,
+        "deviceProperties": [{"name": "NVIDIA H100", "numSms": 2**70, "computeMajor": math.nan}],
+    }
+    cases["trace-events-null"] = {**seed, "traceEvents": None}
+    cases["events-not-objects"] = {"traceEvents": [None, 1, "x", [], [[]]] * 100}
+    return {k: v if isinstance(v, bytes) else trace_bytes(v) for k, v in cases.items()}

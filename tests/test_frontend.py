@@ -43,6 +43,10 @@ CPU_SAMPLE = (
     / "shared/data/jax-cpu/jax_transformer/plugins/profile/2026_11_30_09_47_29/vm.xplane.pb"
 )
 CPU_RUN = "jax_cpu/run1"
+PYTORCH = Path(__file__).resolve().parents[2] / "shared/data/pytorch"
+TORCH_GPU = PYTORCH / "a100_recsys/control.pt.trace.json.gz"
+TORCH_CPU = PYTORCH / "cpu_cnn/worker0.1796108550851685382.pt.trace.json"
+TORCH_GPU_RUN, TORCH_CPU_RUN = "torch_a100", "torch_cpu"  # hosts: the traces' workers
 XSS = "<img src=x onerror=alert(1)>"
 TRAIN = "train_v5p/2026_01_01_00_00_00"
 XSS_RUN = "xss/run1"
@@ -78,6 +82,10 @@ def _write_logdir(logdir: Path) -> None:
         cpu = logdir / "jax_cpu/plugins/profile/run1" / CPU_SAMPLE.name
         cpu.parent.mkdir(parents=True)
         shutil.copyfile(CPU_SAMPLE, cpu)
+    for run, trace in ((TORCH_GPU_RUN, TORCH_GPU), (TORCH_CPU_RUN, TORCH_CPU)):
+        if trace.is_file():  # a folder of PyTorch profiler traces is a run
+            (logdir / run).mkdir()
+            shutil.copyfile(trace, logdir / run / trace.name)
 
 
 @pytest.fixture(scope="module")
@@ -916,3 +924,89 @@ def test_measuring_this_machine_from_the_note_draws_its_roofs(context, server, c
     finally:
         session.page.close()
         path.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(not TORCH_GPU.is_file(), reason=f"shared PyTorch sample {TORCH_GPU} not found")
+def test_a_pytorch_gpu_run_shows_the_a100_its_ops_and_its_steps(session, server):
+    frame = session.show(TORCH_GPU_RUN, "control", "total")
+    data = api(server, "data", run=TORCH_GPU_RUN, host="control", format="json")
+    device = data["device"]
+    assert device["device_type"] == "NVIDIA A100-PG509-200 (compute 8.0, 108 SMs)"
+    assert device["peak_flop_rate_gflops"] == 312_000.0
+    assert [(m["name"], m["peak_gbps"]) for m in device["memories"]] == [
+        ("HBM", 1555.0),
+        ("Shared memory / L1", 38983.7),
+    ]
+    panel = frame.locator("details.device").text_content()
+    assert "NVIDIA A100-PG509-200" in panel and "A100 SXM 40 GB" in panel
+    assert "bf16 compute312 TFLOP/s" in panel and "HBM1.555 TB/s" in panel
+    assert "5 GPU kernel(s) not attributed to any op (62.4 ms)" in panel
+    assert "HLO" not in panel  # PyTorch ops are not called HLO ops
+
+    program, ops = records(data)
+    with_cost = [r for r in ops if plottable(r)]
+    assert all(int(r["flops"]) > 0 and int(r["bytes_accessed"]) > 0 for r in with_cost)
+    assert 10 < len(with_cost) < len(ops)
+    points = wait_points(frame, len(with_cost))
+    expected = {
+        key(r): (r["bottleneck_operational_intensity"], r["measured_flop_rate"] * G)
+        for r in with_cost
+    }
+    assert sorted(p[2] for p in points) == sorted(expected)  # one point per op
+    for x, y, k in points:
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    names = column(frame, "Operation")
+    assert "aten::mm" in names and len(names) == len(ops)
+    assert (
+        len([t for t in frame.evaluate(TRACES, "op-chart") if t["meta"].get("kind") == "roof"]) == 2
+    )
+    session.shot("pytorch_a100", frame)
+
+    values = frame.locator("#step-select option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert [v for v in values if v.isdigit()] == [str(n) for n in range(1009, 1015)]
+    frame.select_option("#step-select", "1011")
+    wait_view(frame, run=TORCH_GPU_RUN, host="control", step="1011")
+    step = api(server, "data", run=TORCH_GPU_RUN, host="control", format="json", step=1011)
+    step_program, step_ops = records(step, step=1011)
+    assert all(r["record_type"] == "PER_STEP" and r["step_num"] == 1011 for r in step_ops)
+    assert step_program["total_time_in_us"] < program["total_time_in_us"] / 5  # 1 of 6 steps
+    expected = {
+        key(r): (r["bottleneck_operational_intensity"], r["measured_flop_rate"] * G)
+        for r in step_ops
+        if plottable(r)
+    }
+    for x, y, k in wait_points(frame, len(expected)):
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    assert frame.locator(".step-table tr.selected th").text_content() == "Step 1011"
+    session.shot("pytorch_a100_step1011", frame)
+    session.assert_clean()
+
+
+@pytest.mark.skipif(not TORCH_CPU.is_file(), reason=f"shared PyTorch sample {TORCH_CPU} not found")
+def test_a_pytorch_cpu_run_without_peaks_places_ops_by_operational_intensity(session, server):
+    frame = session.show(TORCH_CPU_RUN, "worker0", "total")
+    data = api(server, "data", run=TORCH_CPU_RUN, host="worker0", format="json")
+    assert data["device"]["peaks_known"] is False
+    program, ops = records(data)
+    with_cost = [r for r in ops if plottable_without_peaks(r)]
+    assert all(r.get("bottleneck_operational_intensity", 0) == 0 for r in ops)  # no bound
+    assert (len(with_cost), len(ops)) == (14, 17)  # aten::fill_ and two more: no FLOPs
+    expected = {
+        key(r): (r["operational_intensity"], r["measured_flop_rate"] * G) for r in with_cost
+    }
+    points = wait_points(frame, len(with_cost))
+    assert sorted(p[2] for p in points) == sorted(expected)
+    for x, y, k in points:
+        assert math.isclose(x, expected[k][0]) and math.isclose(y, expected[k][1])
+    traces = frame.evaluate(TRACES, "op-chart")
+    assert not [t for t in traces if t["meta"].get("kind") in ("roof", "ceiling", "ridge")]
+    star = next(t for t in traces if t["meta"].get("kind") == "program")
+    assert star["x"] == pytest.approx([program["operational_intensity"]])
+    note = frame.locator("[data-note=no-roofs]").text_content()
+    assert "No roofs: no device peaks are known" in note and "operational intensity" in note
+    assert frame.locator("[data-note=plotted]").text_content() == "14 of 17 ops on the chart."
+    names = column(frame, "Operation")
+    assert {"aten::mkldnn_convolution", "aten::mm", "aten::addmm"} <= set(names)
+    assert len(names) == 17
+    session.shot("pytorch_cpu_no_peaks", frame)
+    session.assert_clean()

@@ -68,13 +68,21 @@ def _closest_variant(found: DevicePeaks, name: str, memory_gb: float) -> DeviceP
     return min(same, key=lambda p: abs(float(_GB.search(p.name).group(1)) - memory_gb))  # type: ignore[union-attr]
 
 
+def _count(value, limit: int = 1 << 20) -> int:
+    """A whole-number property (0 when it is missing, not a number, negative or beyond
+    ``limit``: a corrupt property must not fail the trace)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    return int(value) if 0 <= value < limit else 0  # False for NaN
+
+
 def device_peaks(properties: dict) -> tuple[PerfEnv, str]:
     """PerfEnv (``source`` says how it was found) and a device description for one GPU;
     an empty PerfEnv (source "none") when neither the name nor the capability is known."""
     name = str(properties.get("name", "")) or "unknown GPU"
-    major, minor = int(properties.get("computeMajor", 0)), int(properties.get("computeMinor", 0))
-    sms = int(properties.get("numSms", 0))
-    memory_gb = float(properties.get("totalGlobalMem", 0)) / 1e9
+    major, minor = _count(properties.get("computeMajor")), _count(properties.get("computeMinor"))
+    sms = _count(properties.get("numSms"))
+    memory_gb = _count(properties.get("totalGlobalMem"), 1 << 60) / 1e9
     vendor = _vendor(name)
     described = f"{name} (compute {major}.{minor}, {sms} {'CUs' if vendor == 'AMD' else 'SMs'})"
     found = _by_name(name, memory_gb) if vendor == "NVIDIA" else None

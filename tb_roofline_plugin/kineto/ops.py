@@ -27,9 +27,9 @@ from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
-from .aten_cost import MEMORY_COPY, OTHER, AtenCost, OpArgs, family, op_cost
+from .aten_cost import MEMORY_COPY, OTHER, OpArgs, family, op_cost
 from .devices import device_peaks
-from .trace_reader import TraceEvents
+from .trace_reader import MAX_MAGNITUDE, TraceEvents
 
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime", "privateuse1_runtime")
 COPY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
@@ -171,29 +171,43 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     codes, op = np.unique(name_codes, return_inverse=True)
     op = op.ravel()
     names = [events.names[c] for c in codes.tolist()]
-    cache: dict[tuple, AtenCost] = {}
-    costs = np.zeros((len(instance), 3))
     dtypes = [""] * len(names)
     unknown: dict[str, list[str]] = {}
-    flops_arg = events.flops[rows]
     with_model = {c for c in codes.tolist() if family(events.names[c])[1] is not None}
-    for i, (k, code) in enumerate(zip(instance.tolist(), name_codes.tolist())):
-        dims, types, concrete = events.op_dims[k], events.op_types[k], events.op_concrete[k]
-        modelled = code in with_model
-        shapes = repr((dims, types, concrete)) if modelled else ""
-        key = (code, shapes, float(flops_arg[i]))
-        cost = cache.get(key)
-        if cost is None:
-            args = OpArgs(dims or [], types or [], concrete or [])
-            cost = cache[key] = op_cost(events.names[code], args, float(flops_arg[i]))
-        costs[i] = (cost.flops, cost.bytes_accessed, cost.bytes_written)
-        row = op[i]
-        if cost.dtype and not dtypes[row]:
-            dtypes[row] = cost.dtype
-        if not cost.known:
-            listed = unknown.setdefault(cost.note, [])
-            if events.names[code] not in listed:
-                listed.append(events.names[code])
+    # One cost per distinct (name, recorded arguments, flops arg), in order of first use;
+    # ``which``: each execution's.
+    distinct: dict[tuple, int] = {}
+    found: list[tuple[float, float, float]] = []
+    which = []
+    recorded = zip(
+        events.op_dims[instance].tolist(),
+        events.op_types[instance].tolist(),
+        events.op_concrete[instance].tolist(),
+    )
+    flops_arg = events.flops[rows].tolist()
+    for i, (code, (dims, types, concrete), flops) in enumerate(
+        zip(name_codes.tolist(), recorded, flops_arg)
+    ):
+        none = dims is None and types is None and concrete is None
+        shapes = repr((dims, types, concrete)) if code in with_model and not none else ""
+        key = (code, shapes, flops)
+        at = distinct.get(key)
+        if at is None:
+            args = OpArgs(_listed(dims), _listed(types), _listed(concrete))
+            cost = op_cost(events.names[code], args, flops)
+            at = distinct[key] = len(found)
+            found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
+            row = op[i]
+            if cost.dtype and not dtypes[row]:
+                dtypes[row] = cost.dtype
+            if not cost.known:
+                listed = unknown.setdefault(cost.note, [])
+                if events.names[code] not in listed:
+                    listed.append(events.names[code])
+        which.append(at)
+    costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(which, np.int64)]
+    # Shapes beyond any real tensor (2**70 elements) give costs no sum may overflow.
+    np.clip(np.nan_to_num(costs, posinf=MAX_MAGNITUDE), 0.0, MAX_MAGNITUDE, out=costs)
     return Executions(
         instance,
         op,
@@ -205,6 +219,12 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         dtypes,
         unknown,
     )
+
+
+def _listed(value) -> list:
+    """A recorded argument list as the trace has it; anything else (a dict, a string, a
+    number, null) as no arguments."""
+    return value if isinstance(value, list) else []
 
 
 def aggregate(

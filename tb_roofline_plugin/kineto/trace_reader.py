@@ -42,6 +42,13 @@ except ImportError:  # pragma: no cover - depends on the environment
 # since turning events into columns costs as much as parsing them).
 ORJSON_MAX_BYTES = 64 << 20
 NO_VALUE = -1
+# Larger (or non-finite) flops/bytes args are corrupt: sums over millions of events must stay
+# finite (as the XSpace reader's stat values).
+MAX_MAGNITUDE = 1e200
+# A capture's events span seconds to minutes; beyond a day (in us) times are corrupt, and
+# bounding them keeps every time, end and sum of times in int64 picoseconds (9.2e18 ps is
+# 107 days: a day leaves room for a hundred overlapping threads' sums).
+MAX_SPAN_US = 86_400e6
 
 
 @dataclass
@@ -216,8 +223,13 @@ def _int(value: Any) -> int:
 
 
 def _number(value: Any) -> float:
+    """A flops/bytes arg: 0 unless a finite number, at most MAX_MAGNITUDE in magnitude."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) if math.isfinite(float(value)) else 0.0
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float
+            return 0.0
+        return max(-MAX_MAGNITUDE, min(number, MAX_MAGNITUDE)) if math.isfinite(number) else 0.0
     return 0.0
 
 
@@ -231,7 +243,7 @@ def read_trace(path: str | os.PathLike, data: bytes | None = None) -> TraceEvent
     gc.disable()
     try:
         document, events = load_document(where, data)
-        return _columns(events, document)
+        return _columns(events, document, where)
     except UnicodeDecodeError:
         raise ProfileError(where, "not UTF-8 text, not a PyTorch profiler trace") from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
@@ -261,7 +273,7 @@ _COLUMNS: dict[str, Callable[[list], np.ndarray]] = {
 }
 
 
-def _columns(events: Iterable, document: dict) -> TraceEvents:
+def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     """One pass over the events; every CHUNK_EVENTS events the Python values become arrays,
     so the values held at once stay bounded whatever the trace's size."""
     names, categories, pids, threads = _Codes(), _Codes(), _Codes(), _Codes()
@@ -281,6 +293,9 @@ def _columns(events: Iterable, document: dict) -> TraceEvents:
     op_types: list[Any] = []
     op_concrete: list[Any] = []
     cpu_op = categories("cpu_op")
+    # Known values' codes looked up without a call (millions of events).
+    name_code, category_code = names.index.get, categories.index.get
+    pid_code, thread_code = pids.index.get, threads.index.get
     empty: dict = {}
     done = 0  # events already in ``parts``
     for event in events:
@@ -292,17 +307,25 @@ def _columns(events: Iterable, document: dict) -> TraceEvents:
         args = event.get("args", empty)
         if not isinstance(args, dict):
             args = empty
-        cat = categories(event.get("cat", ""))
+        value = event.get("cat", "")
+        cat = category_code(value)
+        if cat is None:
+            cat = categories(value)
         if cat == cpu_op:
             op_rows.append(done + len(name))
             op_dims.append(args.get("Input Dims"))
             op_types.append(args.get("Input type"))
             op_concrete.append(args.get("Concrete Inputs"))
-        name.append(names(event.get("name", "")))
+        value = event.get("name", "")
+        code = name_code(value)
+        name.append(names(value) if code is None else code)
         category.append(cat)
-        event_pid = event.get("pid")
-        pid.append(pids(event_pid))
-        thread.append(threads((event_pid, event.get("tid"))))
+        value = event.get("pid")
+        code = pid_code(value)
+        pid.append(pids(value) if code is None else code)
+        value = (value, event.get("tid"))
+        code = thread_code(value)
+        thread.append(threads(value) if code is None else code)
         begin_us.append(ts)
         dur_us.append(dur)
         correlation.append(args.get("correlation", NO_VALUE))
@@ -322,10 +345,11 @@ def _columns(events: Iterable, document: dict) -> TraceEvents:
     # Integer microseconds (older Kineto) are exact in float64 up to 2^53; times are made
     # relative before scaling so nanosecond fractions survive.
     ts_us = column.pop("begin_us")
-    base = float(ts_us.min()) if len(ts_us) else 0.0
+    dur_us = np.maximum(column.pop("dur_us"), 0.0)  # NaN stays NaN
+    base = _check_times(ts_us, dur_us, where)
     begin_ns = np.rint((ts_us - base) * 1000.0).astype(np.int64)
     del ts_us
-    dur_ns = np.maximum(np.rint(column.pop("dur_us") * 1000.0), 0).astype(np.int64)
+    dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
     properties = document.get("deviceProperties")
     return TraceEvents(
         **column,
@@ -347,6 +371,28 @@ def _columns(events: Iterable, document: dict) -> TraceEvents:
     )
 
 
+def _check_times(ts_us: np.ndarray, dur_us: np.ndarray, where: str) -> float:
+    """The first event's time (us); a ProfileError when a time is not a finite number or the
+    events span more than MAX_SPAN_US (their nanoseconds would not fit int64 sums)."""
+    if not len(ts_us):
+        return 0.0
+    finite = np.isfinite(ts_us) & np.isfinite(dur_us)
+    if not finite.all():
+        at = int(np.flatnonzero(~finite)[0])
+        raise ProfileError(
+            where, f"an event's ts or dur is not a finite number (ts {ts_us[at]}, dur {dur_us[at]})"
+        )
+    base = float(ts_us.min())
+    span = float((ts_us + dur_us).max()) - base
+    if not span <= MAX_SPAN_US:
+        raise ProfileError(
+            where,
+            f"events span {span / 1e6:.3g} s (ts {base:.6g} to {base + span:.6g} us), more than "
+            "a day: corrupt times, not one profiler capture",
+        )
+    return base
+
+
 def _integers(values: list) -> np.ndarray:
     """int64 column; values that are not integers (strings, floats, null) one by one."""
     try:
@@ -361,7 +407,7 @@ def _integers(values: list) -> np.ndarray:
 def _floats(values: list) -> np.ndarray:
     try:
         column = np.asarray(values, np.float64)
-        if column.ndim == 1 and np.isfinite(column).all():
+        if column.ndim == 1 and (np.abs(column) <= MAX_MAGNITUDE).all():  # False for NaN
             return column
     except (TypeError, ValueError, OverflowError):
         pass
