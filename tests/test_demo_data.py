@@ -300,13 +300,17 @@ def test_demo_logdir_layout(tmp_path):
     assert relative == [
         f"inference_v6e/plugins/profile/{run}/host0.xplane.pb",
         f"plugins/profile/{run}/host0.xplane.pb",
+        "torch_gpu/worker0.1767225600000.pt.trace.json.gz",
+        "torch_gpu/worker1.1767225600000.pt.trace.json.gz",
         f"train_gpu/plugins/profile/{run}/host0.xplane.pb",
         f"train_gpu/plugins/profile/{run}/host1.xplane.pb",
         f"train_v5p/plugins/profile/{run}/host0.xplane.pb",
         f"train_v5p/plugins/profile/{run}/host1.xplane.pb",
     ]
     spaces = {
-        str(p.relative_to(tmp_path)): xplane_pb2.XSpace.FromString(p.read_bytes()) for p in written
+        str(p.relative_to(tmp_path)): xplane_pb2.XSpace.FromString(p.read_bytes())
+        for p in written
+        if p.name.endswith(".xplane.pb")
     }
     train0, train1 = (spaces[f"train_v5p/plugins/profile/{run}/host{i}.xplane.pb"] for i in (0, 1))
     assert list(train1.hostnames) == ["host1"]

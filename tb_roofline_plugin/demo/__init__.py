@@ -1,7 +1,8 @@
 """Realistic, deterministic generated profiles for the demo, the tests and the benchmarks.
 
 TPU, GPU and CPU generators (``tpu``, ``gpu``, ``cpu``; their specs ``TpuSpec``, ``GpuSpec``,
-``CpuSpec``), the TPU op table (``tpu_ops``), the GPU devices and programs (``gpu_model``),
+``CpuSpec``), PyTorch profiler (Kineto) traces of GPU training (``pytorch``: ``KinetoSpec``,
+``write_trace``), the TPU op table (``tpu_ops``), the GPU devices and programs (``gpu_model``),
 what they share (``common``), the demo logdir (``logdir``) and the XSpace building blocks
 (``xspace_builder``). Everything the tests and benchmarks use is re-exported here. A top
 layer, next to ``serve``: imports ``hlo`` (to price the HLO it writes), ``protos`` and the
@@ -12,16 +13,19 @@ benchmarks' 1 GB profiles is ``benchmarks/tiling.py``.
 from .cpu import CpuSpec, cpu_xspace
 from .gpu import GpuSpec, gpu_xspace
 from .logdir import DEMO_RUNS, write_demo_logdir, write_profile
+from .pytorch import KinetoSpec, write_trace
 from .tpu import TpuSpec, tpu_xspace
 
 __all__ = [
     "DEMO_RUNS",
     "CpuSpec",
     "GpuSpec",
+    "KinetoSpec",
     "TpuSpec",
     "cpu_xspace",
     "gpu_xspace",
     "tpu_xspace",
     "write_demo_logdir",
     "write_profile",
+    "write_trace",
 ]
