@@ -48,3 +48,31 @@ def test_a_timeout_kills_and_is_reported(run):
 def test_failures_say_why(run):
     result = run.measure([sys.executable, "-c", "raise SystemExit('no such profile')"], 4, 60)
     assert result.error == "failed (exit 1): no such profile"
+
+
+def test_kineto_benchmark_measures_the_plain_and_gzipped_trace(tmp_path, capsys):
+    """benchmarks/kineto_vs_hta.py (without HTA): one row per format with our export's and
+    the JSON floor's figures; both files hold the same trace."""
+    import gzip
+
+    script = RUN.parent / "kineto_vs_hta.py"
+    spec = importlib.util.spec_from_file_location("bench_kineto", script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_kineto"] = module
+    try:
+        spec.loader.exec_module(module)
+        argv = ["--mb", "1", "--repeat", "1", "--no-hta", "--out", str(tmp_path)]
+        assert module.main(argv) == 0
+    finally:
+        del sys.modules["bench_kineto"]
+        sys.modules.pop("run", None)
+    (plain,) = tmp_path.glob("kineto_1mb_json/*.pt.trace.json")
+    (packed,) = tmp_path.glob("kineto_1mb_gz/*.pt.trace.json.gz")
+    assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in lines if line.startswith(("plain", "gzip"))]
+    assert [row[:2] for row in rows] == [["plain", ".json"], ["gzip", ".gz"]]
+    for row in rows:
+        ours_s, ours_mib, json_s = float(row[3]), float(row[4]), float(row[5])
+        assert 0 < ours_s < 60 and ours_mib > 10 and 0 < json_s < 60
+        assert row[7:11] == ["-", "-", "-", "-"]  # no HTA
