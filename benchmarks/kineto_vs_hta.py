@@ -35,6 +35,10 @@ FLOOR = (
     "import gzip, json, sys; p = sys.argv[1]; "
     "json.load(gzip.open(p, 'rt') if p.endswith('.gz') else open(p))"
 )
+GENERATE = (
+    "import sys; from tb_roofline_plugin.demo.pytorch import KinetoSpec, steps_for_mb, "
+    "write_trace; write_trace(sys.argv[1], KinetoSpec(steps=steps_for_mb(float(sys.argv[2]))))"
+)
 HTA_LOAD = (
     "import logging, sys; logging.disable(logging.WARNING); "
     "from hta.trace_analysis import TraceAnalysis; a = TraceAnalysis(trace_dir=sys.argv[1]); "
@@ -63,13 +67,7 @@ def traces(out: Path, mb: int) -> list[Path]:
     packed = out / f"kineto_{mb}mb_gz" / f"{WORKER}.pt.trace.json.gz"
     if not plain.exists():
         print(f"generating {plain.relative_to(out)} ...", flush=True)
-        script = REPO / "benchmarks" / "kineto_trace.py"
-        subprocess.run(
-            [sys.executable, str(script), str(plain), "--mb", str(mb)],
-            check=True,
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-        )
+        subprocess.run([sys.executable, "-c", GENERATE, str(plain), str(mb)], check=True, cwd=REPO)
     if not packed.exists():
         packed.parent.mkdir(parents=True, exist_ok=True)
         partial = packed.with_name(packed.name + ".partial")
