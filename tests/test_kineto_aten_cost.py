@@ -70,6 +70,26 @@ def test_grouped_and_mkldnn_convolutions():
     assert c.flops == 2 * 32 * 16 * 32 * 32 * 3 * 9 == 28_311_552
 
 
+def test_cudnn_convolution_reads_padding_then_stride_and_the_old_schema_with_a_bias():
+    # Since PyTorch 1.11: (self, weight, padding, stride, dilation, groups, benchmark, ...).
+    # 1x3x32x32, 8 filters 3x3, padding 0, stride 2: (32 - 3) // 2 + 1 = 15 per side.
+    c = cost(
+        "aten::cudnn_convolution",
+        [[1, 3, 32, 32], [8, 3, 3, 3], [], [], [], [], [], [], []],
+        [F32, F32, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", ""],
+        ["", "", "[0, 0]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"],
+    )
+    assert c.flops == 2 * 1 * 8 * 15 * 15 * 3 * 9
+    # Before: (self, weight, bias, padding, stride, dilation, groups, benchmark, deterministic).
+    c = cost(
+        "aten::cudnn_convolution",
+        [[1, 3, 32, 32], [8, 3, 3, 3], [8], [], [], [], [], [], []],
+        [F32, F32, F32, "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar"],
+        ["", "", "", "[0, 0]", "[2, 2]", "[1, 1]", "1", "False", "False"],
+    )
+    assert c.flops == 2 * 1 * 8 * 15 * 15 * 3 * 9
+
+
 def test_convolution_backward_counts_the_gradients_the_mask_asks_for():
     dims = [[32, 16, 32, 32], [32, 3, 32, 32], [16, 3, 3, 3], [], [], [], [], [], [], [], []]
     types = [F32] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", "ScalarList"]

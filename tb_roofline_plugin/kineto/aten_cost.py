@@ -206,13 +206,16 @@ def _at(shapes: list, i: int):
 # --- Convolutions --------------------------------------------------------------------------
 
 # Argument positions of (stride, padding, dilation, groups) per op schema.
+_OLD_CUDNN_ARGS = (4, 3, 5, 6)
 _CONV_ARGS: dict[str, tuple[int, int, int, int]] = {
     "conv1d": (3, 4, 5, 6),
     "conv2d": (3, 4, 5, 6),
     "conv3d": (3, 4, 5, 6),
     "convolution": (3, 4, 5, 8),
     "_convolution": (3, 4, 5, 8),
-    "cudnn_convolution": (4, 3, 5, 6),  # (self, weight, padding, stride, dilation, groups,...)
+    # (self, weight, padding, stride, dilation, groups, ...) since PyTorch 1.11; before, a
+    # bias came third, as in miopen's and mkldnn's (``_OLD_CUDNN_ARGS``).
+    "cudnn_convolution": (3, 2, 4, 5),
     "miopen_convolution": (4, 3, 5, 6),
     "mkldnn_convolution": (4, 3, 5, 6),  # (self, weight, bias, padding, stride, dilation, groups)
     "_nnpack_spatial_convolution": (4, 3, -1, -1),
@@ -234,6 +237,9 @@ def conv_cost(name: str, args: OpArgs) -> AtenCost:
         return _unknown(f"{op} without input and weight shapes")
     dims = len(inp) - 2
     s_at, p_at, d_at, _ = _CONV_ARGS.get(op, (3, 4, 5, 6))
+    third = str(args.types[2]) if len(args.types) > 2 else ""
+    if op == "cudnn_convolution" and third not in ("ScalarList", "GenericList"):
+        s_at, p_at, d_at, _ = _OLD_CUDNN_ARGS  # a bias (tensor or None) third: old schema
     stride = _expand(args.ints(s_at), dims, 1)
     padding = _expand(args.ints(p_at), dims, 0)
     dilation = _expand(args.ints(d_at), dims, 1)
