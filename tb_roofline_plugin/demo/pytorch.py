@@ -554,15 +554,7 @@ def _forward(t: _Trace) -> None:
                     )
         _, m, n, k = next(linears)
         _linear(t, m, n, k, [b, s.tokens])
-        _elementwise(
-            t,
-            MAIN,
-            "aten::add",
-            [tokens, tokens, []],
-            "void at::native::vectorized_"
-            "elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
-            1,
-        )
+        _residual_add(t, tokens)
         _layer_norm(t, tokens)
         _, m, n, k = next(linears)
         _linear(t, m, n, k, [b, s.tokens])
@@ -576,15 +568,7 @@ def _forward(t: _Trace) -> None:
         )
         _, m, n, k = next(linears)
         _linear(t, m, n, k, [b, s.tokens])
-        _elementwise(
-            t,
-            MAIN,
-            "aten::add",
-            [tokens, tokens, []],
-            "void at::native::vectorized_"
-            "elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>",
-            1,
-        )
+        _residual_add(t, tokens)
     n = math.prod(tokens)
     with t.op(MAIN, "aten::mean", [tokens, [], [], []], [BF16, "", "Scalar", ""], None, n):
         t.launch(
@@ -650,6 +634,12 @@ def _forward(t: _Trace) -> None:
                         2 * n,
                         "memory",
                     )
+
+
+def _residual_add(t: _Trace, tokens: list[int]) -> None:
+    """A transformer block's residual connection: one elementwise add of two activations."""
+    kernel = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<"
+    _elementwise(t, MAIN, "aten::add", [tokens, tokens, []], kernel + "c10::BFloat16>>", 1)
 
 
 def _layer_norm(t: _Trace, x: list[int]) -> None:
