@@ -32,6 +32,21 @@ function facts(items) {
   );
 }
 
+/** The header row of a peaks table. */
+function peaksHead() {
+  return el(
+    'thead',
+    {},
+    el(
+      'tr',
+      {},
+      el('th', {scope: 'col', text: 'Peak'}),
+      el('th', {scope: 'col', class: 'num', text: 'Value'}),
+      el('th', {scope: 'col', text: ''}),
+    ),
+  );
+}
+
 function unknownPeaksTable(device) {
   const row = (name, what) =>
     el(
@@ -45,17 +60,7 @@ function unknownPeaksTable(device) {
     'table',
     {class: 'peaks', 'data-peaks': 'unknown'},
     el('caption', {class: 'sr-only', text: 'Device peaks (none known)'}),
-    el(
-      'thead',
-      {},
-      el(
-        'tr',
-        {},
-        el('th', {scope: 'col', text: 'Peak'}),
-        el('th', {scope: 'col', class: 'num', text: 'Value'}),
-        el('th', {scope: 'col', text: ''}),
-      ),
-    ),
+    peaksHead(),
     el(
       'tbody',
       {},
@@ -99,17 +104,7 @@ function peaksTable(device, memoryNotes) {
     'table',
     {class: 'peaks'},
     el('caption', {class: 'sr-only', text: 'Device peaks'}),
-    el(
-      'thead',
-      {},
-      el(
-        'tr',
-        {},
-        el('th', {scope: 'col', text: 'Peak'}),
-        el('th', {scope: 'col', class: 'num', text: 'Value'}),
-        el('th', {scope: 'col', text: ''}),
-      ),
-    ),
+    peaksHead(),
     el('tbody', {}, rows),
   );
 }
