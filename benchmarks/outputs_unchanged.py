@@ -1,11 +1,12 @@
 """Proof that a change left the command's outputs alone: ``tb-roofline export`` of every profile
 we have, saved to a folder and compared byte for byte with a folder saved before.
 
-    python benchmarks/outputs_unchanged.py OUT [--against SAVED] [--jobs N]
+    python benchmarks/outputs_unchanged.py OUT [--against SAVED] [--jobs N] [--also PATH ...]
 
 Profiles: every ``*.xplane.pb`` under the shared data (``TB_ROOFLINE_SHARED`` or ../shared;
 the CORRUPT one is skipped) and a demo logdir generated with ``tb-roofline demo --no-serve``
-(each run folder, all hosts together, and each host file). Each is exported as datatable, json
+(each run folder, all hosts together, and each host file), and every ``--also`` PATH (a
+profile file or a run folder, e.g. ``benchmarks/run.py --pod``'s 32 hosts). Each is exported as datatable, json
 and csv; json also as ``--step average`` and as its first and last step where it has steps.
 Commands run with the input's folder as working directory and relative paths, so the outputs
 do not depend on where the folders are. The demo profiles' own bytes are recorded too
@@ -38,9 +39,9 @@ def _export(cwd: Path, path: str, args: list[str]) -> bytes:
     return done.stdout + f"\n--- exit status {done.returncode}\n".encode() + done.stderr
 
 
-def _inputs(demo: Path) -> list[tuple[str, Path, str]]:
+def _inputs(demo: Path, also: list[Path] = ()) -> list[tuple[str, Path, str]]:
     """(name of the outputs, working directory, path given to the command)."""
-    inputs = []
+    inputs = [(f"also/{p.resolve().name}", p.resolve().parent, p.resolve().name) for p in also]
     if SHARED.is_dir():
         for path in sorted(SHARED.rglob("*.xplane.pb")):
             if "CORRUPT" not in path.name:
@@ -68,7 +69,7 @@ def _outputs_of(name: str, cwd: Path, path: str) -> dict[str, bytes]:
     return outputs
 
 
-def save(out: Path, jobs: int) -> int:
+def save(out: Path, jobs: int, also: list[Path] = ()) -> int:
     demo = out / "_demo_logdir"
     subprocess.run(
         [sys.executable, "-m", "tb_roofline_plugin.cli", "demo", "--no-serve", "--logdir", demo],
@@ -82,14 +83,15 @@ def save(out: Path, jobs: int) -> int:
     ]
     (out / "demo-files.sha256").write_text("".join(sums))
     count = 0
+    inputs = _inputs(demo, also)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for outputs in pool.map(lambda i: _outputs_of(*i), _inputs(demo)):
+        for outputs in pool.map(lambda i: _outputs_of(*i), inputs):
             for name, data in outputs.items():
                 target = out / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
                 count += 1
-    print(f"{count} outputs of {len(_inputs(demo))} inputs in {out}")
+    print(f"{count} outputs of {len(inputs)} inputs in {out}")
     return count
 
 
@@ -121,9 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="a new folder for the outputs")
     parser.add_argument("--against", type=Path, help="a folder saved before, to compare with")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--also", type=Path, nargs="+", default=[], help="more profile files or run folders"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=False)
-    save(args.out.resolve(), args.jobs)
+    save(args.out.resolve(), args.jobs, args.also)
     return compare(args.out, args.against) if args.against else 0
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import numpy as np
 
 from ..peaks.perf_env import PerfEnv, RunEnvironment
-from .op_metrics import OpMetricsDb, combine
-from .step_ops import StepOps
+from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns
+from .step_ops import ROW_COLUMNS, StepOps
 
 
 class StepInfo:
@@ -124,6 +125,9 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
     FLOP/s wins and the bandwidths come from the first host that has them; steps are
     the step numbers every host has. Hosts with different devices or peaks get a
     warning instead of a silent merge.
+
+    Every host's rows of the common steps (and its whole-profile db) are merged at once,
+    as arrays: the same result as ``combine`` of the hosts' dbs step by step, to the bit.
     """
     if len(parts) == 1:
         return parts[0]
@@ -159,19 +163,6 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
             f"Hosts differ in device or peaks ({names}); the combined roofline uses one set of "
             "peaks. Compare hosts one by one for exact efficiencies."
         )
-    common = set.intersection(*({s.step_num for s in p.steps} for p in parts))
-    numbered = [{s.step_num: s for s in p.steps} for p in parts]
-    steps = []
-    for num in sorted(common):
-        mine = [by_number[num] for by_number in numbered]
-        steps.append(
-            StepInfo(
-                step_num=num,
-                complete=all(s.complete for s in mine),
-                db=combine([s.db for s in mine]),
-                duration_ps=max(s.duration_ps for s in mine),
-            )
-        )
     unattributed = [p.unattributed for p in parts if p.unattributed is not None]
     return OpStats(
         unattributed=combine(unattributed) if unattributed else None,
@@ -180,10 +171,228 @@ def combine_hosts(parts: list[OpStats]) -> OpStats:
         hosts=[h for p in parts for h in p.hosts],
         run_env=run_env,
         perf_env=perf_env,
-        all_db=combine([p.all_db for p in parts]),
-        steps=steps,
+        all_db=_merged([_db_block([p.all_db]) for p in parts], 1).db(0),
+        steps=_common_steps(parts),
         diagnostics=diagnostics,
         has_step_markers=any(p.has_step_markers for p in parts),
+    )
+
+
+def _common_steps(parts: list[OpStats]) -> list[StepInfo]:
+    """The step numbers every host has, each summed over the hosts, in one table."""
+    common = sorted(set.intersection(*({s.step_num for s in p.steps} for p in parts)))
+    if not common:
+        return []
+    blocks, complete = [], np.ones(len(common), bool)
+    durations = np.full(len(common), np.iinfo(np.int64).min)
+    for part in parts:
+        by_number = {s.step_num: s for s in part.steps}
+        mine = [by_number[num] for num in common]
+        complete &= [s.complete for s in mine]
+        durations = np.maximum(durations, [s.duration_ps for s in mine])
+        table, index = shared_table(mine)
+        blocks.append(
+            _db_block([s.db for s in mine]) if table is None else _table_block(table, index)
+        )
+    return table_steps(_merged(blocks, len(common)), common, complete, durations)
+
+
+# What a row of a db says about its op rather than adding up: kept once per op.
+_DESCRIPTIVE = (
+    "program_id",
+    "name",
+    "category",
+    "source_file",
+    "source_line",
+    "source_stack",
+    "dtype",
+)
+
+
+@dataclass
+class HostsStepOps(StepOps):
+    """Steps of several hosts merged (``combine_hosts``): rows are merged ops and each
+    step's IDLE row, in the order ``combine`` gives them, so a step's db is its rows as
+    they are (``StepOps.db`` adds the IDLE row a host's table lacks)."""
+
+    # int64 per op: its (program_id, name) among all ops; ops of one key merge
+    key: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + self.key.nbytes
+
+    def db(self, step: int) -> OpMetricsDb:
+        part = self.row_db(slice(int(self.offsets[step]), int(self.offsets[step + 1])))
+        return replace(part, total_time_ps=int(self.total_time_ps[step]))
+
+    def idle_ps(self) -> np.ndarray:
+        """IDLE time per step: its IDLE rows'."""
+        rows = self.static["name"][self.op] == IDLE_NAME
+        idle = np.zeros(len(self), np.int64)
+        np.add.at(idle, self.segment[rows], self.values["self_time_ps"][rows])
+        return idle
+
+    def summed(self, steps: np.ndarray) -> OpMetricsDb:
+        """``combine`` of the given steps' dbs, in the order given."""
+        steps = np.asarray(steps, np.int64)
+        if len(steps) == 0:
+            return OpMetricsDb(**empty_columns(0))
+        rows = _ranges(self.offsets[steps], self.offsets[steps + 1])
+        total = np.array([self.total_time_ps[steps].sum()], np.int64)
+        one = np.zeros(len(rows), np.int64)
+        block = _Block(self.static, self.values.__getitem__, rows, self.op[rows], one, total)
+        return _merged([block], 1, [self.key]).db(0)
+
+
+@dataclass
+class _Block:
+    """One host's rows to merge, grouped (by step) and in the order ``combine`` meets them."""
+
+    static: dict[str, np.ndarray]  # the descriptive columns, one entry per op
+    column: Callable[[str], np.ndarray]  # a summed column; ``src`` indexes it
+    src: np.ndarray  # int64 per row
+    op: np.ndarray  # int64 per row: its entry in ``static``
+    group: np.ndarray  # int64 per row, non-decreasing
+    totals: np.ndarray  # int64 per group: device time
+
+
+def _op_keys(ops: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """The key of each (program_id, name) pair of each table, equal pairs equal keys; a
+    table equal to the one before it (hosts of one program) takes its keys as they are."""
+    known: dict[tuple[int, str], int] = {}
+    keys: list[np.ndarray] = []
+    for k, (program_id, name) in enumerate(ops):
+        if k and _same_ops(ops[k - 1], (program_id, name)):
+            keys.append(keys[-1])
+            continue
+        pairs = zip(program_id.tolist(), name.tolist())
+        keys.append(np.array([known.setdefault(p, len(known)) for p in pairs], np.int64))
+    return keys
+
+
+def _same_ops(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> bool:
+    return len(a[0]) == len(b[0]) and bool((a[0] == b[0]).all() and (a[1] == b[1]).all())
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``starts[i]:ends[i]`` for every i, one after the other."""
+    counts = np.asarray(ends - starts, np.int64)
+    base = np.asarray(starts, np.int64) - (np.cumsum(counts) - counts)
+    return np.repeat(base, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+
+
+def _db_block(dbs: list[OpMetricsDb]) -> _Block:
+    """Whole dbs, one group each (their rows are their ops)."""
+    lengths = [len(db) for db in dbs]
+    rows = np.arange(sum(lengths), dtype=np.int64)
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([getattr(db, name) for db in dbs])
+
+    return _Block(
+        {k: column(k) for k in _DESCRIPTIVE}, column, rows, rows,
+        np.repeat(np.arange(len(dbs), dtype=np.int64), lengths),
+        np.array([db.total_time_ps for db in dbs], np.int64),
+    )  # fmt: skip
+
+
+def _table_block(table: StepOps, index: np.ndarray) -> _Block:
+    """Steps ``index`` of a table, one group each: a step's rows, then its IDLE row (as
+    ``table.db`` has it) unless the table holds IDLE rows itself."""
+    starts, ends = table.offsets[index], table.offsets[index + 1]
+    rows = _ranges(starts, ends)
+    totals = table.total_time_ps[index]
+    if isinstance(table, HostsStepOps):
+        group = np.repeat(np.arange(len(index), dtype=np.int64), ends - starts)
+        return _Block(table.static, table.values.__getitem__, rows, table.op[rows], group, totals)
+    per_step = ends - starts + 1
+    idle_at = np.cumsum(per_step) - 1
+    src = np.empty(int(per_step.sum()), np.int64)
+    op = np.empty_like(src)
+    is_op = np.ones(len(src), bool)
+    is_op[idle_at] = False
+    src[is_op], src[idle_at] = rows, len(table.op) + np.arange(len(index))
+    op[is_op], op[idle_at] = table.op[rows], len(table.static["name"])
+    idle = empty_columns(len(index))
+    idle_ps = table.idle_ps()[index]
+    idle["time_ps"] = idle["self_time_ps"] = idle_ps
+    idle["normalized_time_ps"] = idle_ps.astype(np.float64)
+    idle_op = empty_columns(1)
+    idle_op["name"][0] = idle_op["category"][0] = IDLE_NAME
+    static = {k: np.concatenate([v, idle_op[k]]) for k, v in table.static.items()}
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([table.values[name], idle[name]])
+
+    group = np.repeat(np.arange(len(index), dtype=np.int64), per_step)
+    return _Block(static, column, src, op, group, totals)
+
+
+def _merged(
+    blocks: list[_Block], groups: int, keys: list[np.ndarray] | None = None
+) -> HostsStepOps:
+    """The blocks' rows merged per group by (program_id, name), as ``combine`` of each
+    group's dbs (block by block) merges them: ops in order of first appearance, summed
+    block by block in block order, descriptive columns from the first row of each op.
+    ``keys`` (per block, per static entry) replace the (program_id, name) lookup."""
+    if keys is None:
+        keys = _op_keys([(b.static["program_id"], b.static["name"]) for b in blocks])
+    width = max((int(k.max()) + 1 for k in keys if len(k)), default=1)
+    group = np.concatenate([b.group for b in blocks])
+    key = np.concatenate([k[b.op] for k, b in zip(keys, blocks)])
+    order = np.argsort(group, kind="stable")  # by group, then block, then row
+    cell_keys, first, inverse = np.unique(
+        (group * width + key)[order], return_index=True, return_inverse=True
+    )
+    rank = np.empty(len(cell_keys), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(cell_keys))
+    target = np.empty(len(order), np.int64)
+    target[order] = rank[inverse.ravel()]
+    first_row = order[np.sort(first)]  # each cell's first row, in cell order
+
+    # Descriptive columns: the entries first rows point to, each once.
+    bounds = np.cumsum([0] + [len(b.op) for b in blocks])
+    entry_base = np.cumsum([0] + [len(b.static["name"]) for b in blocks])
+    block_of = np.searchsorted(bounds, first_row, side="right") - 1
+    entry_of = np.concatenate([b.op for b in blocks])[first_row] + entry_base[block_of]
+    entries, cell_op = np.unique(entry_of, return_inverse=True)
+    static = {k: v for k, v in empty_columns(len(entries)).items() if k in _DESCRIPTIVE}
+    entry_key = np.empty(len(entries), np.int64)
+    for b, (block, block_keys) in enumerate(zip(blocks, keys)):
+        lo, hi = np.searchsorted(entries, entry_base[b : b + 2])
+        mine = entries[lo:hi] - entry_base[b]
+        for name in _DESCRIPTIVE:
+            static[name][lo:hi] = block.static[name][mine]
+        entry_key[lo:hi] = block_keys[mine]
+
+    values = {k: v for k, v in empty_columns(len(cell_keys)).items() if k in ROW_COLUMNS}
+    for b, block in enumerate(blocks):
+        mine = target[bounds[b] : bounds[b + 1]]
+        # A block meets a cell at most once but where an op repeats in a step: then in order.
+        once = not len(mine) or np.bincount(mine).max() <= 1
+        for name, out in values.items():
+            rows = block.column(name)[block.src]
+            if name == "has_breakdown":
+                if once:
+                    out[mine] |= rows
+                else:
+                    np.logical_or.at(out, mine, rows)
+            elif once:
+                out[mine] += rows
+            else:
+                np.add.at(out, mine, rows)
+    totals = np.zeros(groups, np.int64)
+    for block in blocks:
+        totals += block.totals
+    cell_group = group[first_row]
+    return HostsStepOps(
+        key=entry_key,
+        values=values,
+        static=static,
+        offsets=np.searchsorted(cell_group, np.arange(groups + 1)).astype(np.int64),
+        op=cell_op.ravel().astype(np.int64),
+        total_time_ps=totals,
     )
 
 
