@@ -10,6 +10,7 @@ import sys
 from .errors import RooflineError
 
 EXIT_BAD_INPUT = 2
+PARALLEL_MIN_MB = 16  # platforms.analysis.PARALLEL_MIN_BYTES (not imported at start-up)
 _PEAKS_HELP = (
     "device peaks to judge by instead of the profile's (a what-if), or for profiles without "
     "peaks (CPU): a built-in device name (e.g. h100-sxm, mi300x, tpu-v5p) or a JSON file "
@@ -30,7 +31,8 @@ def _export(args: argparse.Namespace) -> int:
     step = parse_step(args.step)
     if step != "total" and args.format != "json":
         raise RooflineError("--step selects records of the json format; use --format json")
-    pieces = render_pieces(analyze_files(files, _peaks(args)), args.format, files, step)
+    stats = analyze_files(files, _peaks(args), args.workers)
+    pieces = render_pieces(stats, args.format, files, step)
     _write(pieces, args.output)
     return 0
 
@@ -87,6 +89,13 @@ def _run_on_dask(scheduler: str, paths: list[str], cache_dir: str, peaks: str | 
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
 
 
 def _peaks(args: argparse.Namespace):
@@ -226,6 +235,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="total",
         help="json only: total (default: the whole profile, XProf's records), average, or a "
         "step number (that step's Program and op records)",
+    )
+    export.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="processes that analyze the hosts of a run folder (default: one per core when "
+        f"its hosts are {PARALLEL_MIN_MB} MB or more together, else 1)",
     )
     export.add_argument(
         "--dask",

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..peaks.perf_env import PerfEnv, RunEnvironment
-from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns
+from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
 
 
@@ -119,82 +119,150 @@ class OpStats:
 
 
 def combine_hosts(parts: list[OpStats]) -> OpStats:
-    """All hosts as one, as XProf combines them.
+    """All hosts as one, as XProf combines them (``HostsCombiner``, all at once)."""
+    combiner = HostsCombiner()
+    for part in parts:
+        combiner.add(part)
+    return combiner.result()
+
+
+class HostsCombiner:
+    """All hosts as one, as XProf combines them, one host at a time (in host order).
 
     Ops are summed by (program, name) and core counts add up; the last non-zero peak
     FLOP/s wins and the bandwidths come from the first host that has them; steps are
     the step numbers every host has. Hosts with different devices or peaks get a
     warning instead of a silent merge.
 
-    Every host's rows of the common steps (and its whole-profile db) are merged at once,
-    as arrays: the same result as ``combine`` of the hosts' dbs step by step, to the bit.
+    Each host's rows (of every step, and of the whole profile) are merged into the rows so
+    far as arrays when it comes, so only merged rows are kept, never every host's: the same
+    result, to the bit, as ``combine`` of the hosts' dbs step by step. One host alone is
+    the result as it is.
     """
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0]
-    run_env = RunEnvironment(
-        hardware_type=first.run_env.hardware_type,
-        device_type=first.run_env.device_type,
-        device_core_count=sum(p.run_env.device_core_count for p in parts),
-        active_core_count=sum(p.run_env.active_core_count for p in parts),
-    )
-    perf_env = PerfEnv(
-        peak_bws_gbps=list(first.perf_env.peak_bws_gbps),
-        has_megacore=first.perf_env.has_megacore,
-        has_merged_vmem=first.perf_env.has_merged_vmem,
-        source=first.perf_env.source,
-        dtype_tflops=dict(first.perf_env.dtype_tflops),
-    )
-    bws_found = any(first.perf_env.peak_bws_gbps)
-    for part in parts:
-        if part.perf_env.peak_tera_flops_per_second > 0:
-            perf_env.peak_tera_flops_per_second = part.perf_env.peak_tera_flops_per_second
-            perf_env.dtype_tflops = dict(part.perf_env.dtype_tflops)
-        if not bws_found and any(part.perf_env.peak_bws_gbps):
-            perf_env.peak_bws_gbps = list(part.perf_env.peak_bws_gbps)
-            bws_found = True
-    diagnostics = Diagnostics()
-    for part in parts:
-        diagnostics.extend(part.diagnostics)
-    devices = {(p.run_env.device_type, _peak_key(p.perf_env)) for p in parts}
-    if len(devices) > 1:
-        names = ", ".join(sorted({d for d, _ in devices}))
-        diagnostics.warnings.append(
-            f"Hosts differ in device or peaks ({names}); the combined roofline uses one set of "
-            "peaks. Compare hosts one by one for exact efficiencies."
-        )
-    unattributed = [p.unattributed for p in parts if p.unattributed is not None]
-    return OpStats(
-        unattributed=combine(unattributed) if unattributed else None,
-        notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
-        program_names={k: v for p in parts for k, v in p.program_names.items()},
-        hosts=[h for p in parts for h in p.hosts],
-        run_env=run_env,
-        perf_env=perf_env,
-        all_db=_merged([_db_block([p.all_db]) for p in parts], 1).db(0),
-        steps=_common_steps(parts),
-        diagnostics=diagnostics,
-        has_step_markers=any(p.has_step_markers for p in parts),
-    )
 
+    def __init__(self) -> None:
+        self._parts: list[OpStats] = []  # each host without its ops (but the first, alone)
+        self._known: dict[tuple[int, str], int] = {}  # (program_id, name) -> key
+        self._all_keys = _OpKeys(self._known)
+        self._step_keys = _OpKeys(self._known)
+        self._all: HostsStepOps | None = None
+        self._steps: HostsStepOps | None = None  # every step number so far, in order
+        self._numbers: list[int] = []
+        self._seen: dict[int, list] = {}  # step number -> [hosts, complete, duration]
 
-def _common_steps(parts: list[OpStats]) -> list[StepInfo]:
-    """The step numbers every host has, each summed over the hosts, in one table."""
-    common = sorted(set.intersection(*({s.step_num for s in p.steps} for p in parts)))
-    if not common:
-        return []
-    blocks, complete = [], np.ones(len(common), bool)
-    durations = np.full(len(common), np.iinfo(np.int64).min)
-    for part in parts:
+    def add(self, part: OpStats) -> None:
+        if len(self._parts) == 1:
+            first = self._parts[0]
+            self._parts[0] = replace(first, all_db=empty_db(), steps=[], unattributed=None)
+            self._unattributed = [first.unattributed]
+            self._merge(first)
+        if self._parts:
+            self._unattributed.append(part.unattributed)
+            self._merge(part)
+            part = replace(part, all_db=empty_db(), steps=[], unattributed=None)
+        self._parts.append(part)
+
+    def _merge(self, part: OpStats) -> None:
+        blocks, keys = [_db_block([part.all_db])], [self._all_keys.of(part.all_db)]
+        if self._all is not None:
+            blocks.insert(0, _table_block(self._all, np.zeros(1, np.int64)))
+            keys.insert(0, self._all.key)
+        self._all = _merged(blocks, 1, keys)
+
         by_number = {s.step_num: s for s in part.steps}
-        mine = [by_number[num] for num in common]
-        complete &= [s.complete for s in mine]
-        durations = np.maximum(durations, [s.duration_ps for s in mine])
+        for num, step in by_number.items():
+            seen = self._seen.setdefault(num, [0, True, step.duration_ps])
+            seen[0] += 1
+            seen[1] = seen[1] and step.complete
+            seen[2] = max(seen[2], step.duration_ps)
+        if not by_number:
+            return
+        numbers = sorted(set(self._numbers) | set(by_number))
+        position = {num: i for i, num in enumerate(numbers)}
+        mine = list(by_number.values())
         table, index = shared_table(mine)
-        blocks.append(
-            _db_block([s.db for s in mine]) if table is None else _table_block(table, index)
+        block = _db_block([s.db for s in mine]) if table is None else _table_block(table, index)
+        block.where = np.array([position[s.step_num] for s in mine], np.int64)
+        blocks, keys = [block], [self._step_keys.of(block.static)]
+        if self._steps is not None:
+            so_far = _table_block(self._steps, np.arange(len(self._numbers)))
+            so_far.where = np.array([position[num] for num in self._numbers], np.int64)
+            blocks.insert(0, so_far)
+            keys.insert(0, self._steps.key)
+        self._steps, self._numbers = _merged(blocks, len(numbers), keys), numbers
+
+    def result(self) -> OpStats:
+        parts = self._parts
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            raise ValueError("no hosts to combine")
+        first = parts[0]
+        run_env = RunEnvironment(
+            hardware_type=first.run_env.hardware_type,
+            device_type=first.run_env.device_type,
+            device_core_count=sum(p.run_env.device_core_count for p in parts),
+            active_core_count=sum(p.run_env.active_core_count for p in parts),
         )
-    return table_steps(_merged(blocks, len(common)), common, complete, durations)
+        perf_env = PerfEnv(
+            peak_bws_gbps=list(first.perf_env.peak_bws_gbps),
+            has_megacore=first.perf_env.has_megacore,
+            has_merged_vmem=first.perf_env.has_merged_vmem,
+            source=first.perf_env.source,
+            dtype_tflops=dict(first.perf_env.dtype_tflops),
+        )
+        bws_found = any(first.perf_env.peak_bws_gbps)
+        for part in parts:
+            if part.perf_env.peak_tera_flops_per_second > 0:
+                perf_env.peak_tera_flops_per_second = part.perf_env.peak_tera_flops_per_second
+                perf_env.dtype_tflops = dict(part.perf_env.dtype_tflops)
+            if not bws_found and any(part.perf_env.peak_bws_gbps):
+                perf_env.peak_bws_gbps = list(part.perf_env.peak_bws_gbps)
+                bws_found = True
+        diagnostics = Diagnostics()
+        for part in parts:
+            diagnostics.extend(part.diagnostics)
+        devices = {(p.run_env.device_type, _peak_key(p.perf_env)) for p in parts}
+        if len(devices) > 1:
+            names = ", ".join(sorted({d for d, _ in devices}))
+            diagnostics.warnings.append(
+                f"Hosts differ in device or peaks ({names}); the combined roofline uses one set "
+                "of peaks. Compare hosts one by one for exact efficiencies."
+            )
+        unattributed = [db for db in self._unattributed if db is not None]
+        assert self._all is not None
+        return OpStats(
+            unattributed=combine(unattributed) if unattributed else None,
+            notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
+            program_names={k: v for p in parts for k, v in p.program_names.items()},
+            hosts=[h for p in parts for h in p.hosts],
+            run_env=run_env,
+            perf_env=perf_env,
+            all_db=self._all.db(0),
+            steps=self._common_steps(len(parts)),
+            diagnostics=diagnostics,
+            has_step_markers=any(p.has_step_markers for p in parts),
+        )
+
+    def _common_steps(self, hosts: int) -> list[StepInfo]:
+        """The step numbers every host has, each summed over the hosts, in one table."""
+        chosen = [i for i, num in enumerate(self._numbers) if self._seen[num][0] == hosts]
+        if not chosen or self._steps is None:
+            return []
+        steps, index = self._steps, np.array(chosen, np.int64)
+        starts, ends = steps.offsets[index], steps.offsets[index + 1]
+        rows = _ranges(starts, ends)
+        table = replace(
+            steps,
+            values={k: v[rows] for k, v in steps.values.items()},
+            op=steps.op[rows],
+            offsets=np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64),
+            total_time_ps=steps.total_time_ps[index],
+        )
+        numbers = [self._numbers[i] for i in chosen]
+        complete = [self._seen[num][1] for num in numbers]
+        durations = [self._seen[num][2] for num in numbers]
+        return table_steps(table, numbers, complete, durations)
 
 
 # What a row of a db says about its op rather than adding up: kept once per op.
@@ -247,32 +315,39 @@ class HostsStepOps(StepOps):
 
 @dataclass
 class _Block:
-    """One host's rows to merge, grouped (by step) and in the order ``combine`` meets them."""
+    """Rows to merge (a host's, or those merged so far), in groups (steps), in the order
+    ``combine`` meets them."""
 
     static: dict[str, np.ndarray]  # the descriptive columns, one entry per op
     column: Callable[[str], np.ndarray]  # a summed column; ``src`` indexes it
     src: np.ndarray  # int64 per row
     op: np.ndarray  # int64 per row: its entry in ``static``
-    group: np.ndarray  # int64 per row, non-decreasing
+    group: np.ndarray  # int64 per row: its group here
     totals: np.ndarray  # int64 per group: device time
+    where: np.ndarray | None = None  # int64 per group: the merged group (None: the same)
 
 
-def _op_keys(ops: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-    """The key of each (program_id, name) pair of each table, equal pairs equal keys; a
-    table equal to the one before it (hosts of one program) takes its keys as they are."""
-    known: dict[tuple[int, str], int] = {}
-    keys: list[np.ndarray] = []
-    for k, (program_id, name) in enumerate(ops):
-        if k and _same_ops(ops[k - 1], (program_id, name)):
-            keys.append(keys[-1])
-            continue
+class _OpKeys:
+    """Keys of (program_id, name) pairs, equal pairs equal keys; a table of ops equal to the
+    one before it (the hosts of one program) takes its keys as they are."""
+
+    def __init__(self, known: dict[tuple[int, str], int]) -> None:
+        self._known = known
+        self._last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def of(self, ops) -> np.ndarray:
+        """The key of each op of ``ops`` (an OpMetricsDb or a dict of columns)."""
+        get = ops.__getitem__ if isinstance(ops, dict) else ops.__getattribute__
+        program_id, name = get("program_id"), get("name")
+        last = self._last
+        if last is not None and len(last[0]) == len(name):
+            if (last[0] == program_id).all() and (last[1] == name).all():
+                return last[2]
+        known = self._known
         pairs = zip(program_id.tolist(), name.tolist())
-        keys.append(np.array([known.setdefault(p, len(known)) for p in pairs], np.int64))
-    return keys
-
-
-def _same_ops(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> bool:
-    return len(a[0]) == len(b[0]) and bool((a[0] == b[0]).all() and (a[1] == b[1]).all())
+        keys = np.array([known.setdefault(p, len(known)) for p in pairs], np.int64)
+        self._last = (program_id, name, keys)
+        return keys
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -329,17 +404,13 @@ def _table_block(table: StepOps, index: np.ndarray) -> _Block:
     return _Block(static, column, src, op, group, totals)
 
 
-def _merged(
-    blocks: list[_Block], groups: int, keys: list[np.ndarray] | None = None
-) -> HostsStepOps:
-    """The blocks' rows merged per group by (program_id, name), as ``combine`` of each
-    group's dbs (block by block) merges them: ops in order of first appearance, summed
-    block by block in block order, descriptive columns from the first row of each op.
-    ``keys`` (per block, per static entry) replace the (program_id, name) lookup."""
-    if keys is None:
-        keys = _op_keys([(b.static["program_id"], b.static["name"]) for b in blocks])
+def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsStepOps:
+    """The blocks' rows merged per group by key (``keys``: per block, per static entry), as
+    ``combine`` of each group's dbs (block by block) merges them: ops in order of first
+    appearance, summed block by block in block order, descriptive columns from the first
+    row of each op."""
     width = max((int(k.max()) + 1 for k in keys if len(k)), default=1)
-    group = np.concatenate([b.group for b in blocks])
+    group = np.concatenate([b.group if b.where is None else b.where[b.group] for b in blocks])
     key = np.concatenate([k[b.op] for k, b in zip(keys, blocks)])
     order = np.argsort(group, kind="stable")  # by group, then block, then row
     cell_keys, first, inverse = np.unique(
@@ -384,7 +455,10 @@ def _merged(
                 np.add.at(out, mine, rows)
     totals = np.zeros(groups, np.int64)
     for block in blocks:
-        totals += block.totals
+        if block.where is None:
+            totals += block.totals
+        else:
+            totals[block.where] += block.totals
     cell_group = group[first_row]
     return HostsStepOps(
         key=entry_key,

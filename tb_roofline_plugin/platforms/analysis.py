@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
+from typing import TypeVar, cast
 
 from google.protobuf.message import DecodeError
 
@@ -12,7 +14,7 @@ from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
 from ..kineto import analyze_trace
 from ..ops.op_metrics import empty_db
-from ..ops.op_stats import Diagnostics, OpStats, combine_hosts
+from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import host_name, is_pytorch_trace
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
@@ -110,6 +112,134 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
     return analyze_decoded(profile, os.fspath(path), peaks)
 
 
-def analyze_files(paths: Sequence[str | os.PathLike], peaks: PerfEnv | None = None) -> OpStats:
-    """All hosts of a run combined (one file per host)."""
-    return combine_hosts([analyze_file(p, peaks) for p in paths])
+def analyze_files(
+    paths: Sequence[str | os.PathLike], peaks: PerfEnv | None = None, workers: int | None = None
+) -> OpStats:
+    """All hosts of a run combined (one file per host), each merged in as it comes.
+
+    ``workers`` (None: ``parallel_workers``) > 1 analyzes hosts in that many processes:
+    this one and ``workers - 1`` others; the result is the same.
+    """
+    if workers is None:
+        workers = parallel_workers(paths)
+    combiner = HostsCombiner()
+    for stats in _each_host(paths, peaks, workers):
+        combiner.add(stats)
+    return combiner.result()
+
+
+T = TypeVar("T")
+PARALLEL_MIN_BYTES = 16_000_000  # hosts of a run together; below, one process is as fast
+
+
+def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
+    """Processes worth analyzing ``paths`` in: one per available core (at most one per
+    host) when there are several hosts of PARALLEL_MIN_BYTES or more together, else 1."""
+    if len(paths) < 2:
+        return 1
+    try:
+        size = sum(os.path.getsize(p) for p in paths)
+    except OSError:
+        return 1  # the serial path reports the file
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(cores or 1, len(paths)) if size >= PARALLEL_MIN_BYTES else 1
+
+
+class _Failed:
+    """Work that failed here ahead of its turn: raised when its turn comes."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def shared_in_order(
+    count: int, here: Callable[[int], T], submit: Callable[[int], Future], outstanding: int
+) -> Iterator[T]:
+    """The results of work 0..count-1 in order, done by worker processes and this one.
+
+    Work goes out in order: to the workers (``submit(i)``, at most ``outstanding`` at a
+    time) and, whenever the work due is not done yet, to this process (``here(i)``), so
+    the workers' start-up costs no waiting. Work a worker could not do (its result is
+    None, or it raised, or the pool broke) is done here. ``here``'s errors come in their
+    turn, as in a serial loop.
+    """
+    ready: dict[int, object] = {}
+    running: dict[int, Future] = {}
+    given = 0  # work before this has gone out
+    broken = False
+    for i in range(count):
+        while i not in ready:
+            while not broken and given < count and len(running) < outstanding:
+                try:
+                    running[given] = submit(given)
+                except Exception:  # a broken pool: the rest is done here
+                    broken = True
+                else:
+                    given += 1
+            future = running.get(i)
+            if future is None:  # no worker has it: it is the next to go out
+                given += 1
+                ready[i] = _done_here(here, i)
+            elif future.done():
+                del running[i]
+                try:
+                    result = future.result()
+                except Exception:
+                    result = None
+                ready[i] = _done_here(here, i) if result is None else result
+            elif given < count:  # the next work, here, meanwhile
+                given += 1
+                ready[given - 1] = _done_here(here, given - 1)
+            else:
+                wait([future], return_when=FIRST_COMPLETED)
+        result = ready.pop(i)
+        if isinstance(result, _Failed):
+            raise result.error
+        yield cast(T, result)
+
+
+def _done_here(here: Callable[[int], T], i: int) -> T | _Failed:
+    try:
+        return here(i)
+    except Exception as exc:  # raised in its turn, as a serial loop would
+        return _Failed(exc)
+
+
+def _each_host(
+    paths: Sequence[str | os.PathLike], peaks: PerfEnv | None, workers: int
+) -> Iterator[OpStats]:
+    """``analyze_file`` of each path, in order; with workers, in ``workers - 1`` worker
+    processes and this one (``shared_in_order``)."""
+    if workers < 2 or len(paths) < 2:
+        for path in paths:
+            yield analyze_file(path, peaks)
+        return
+    import multiprocessing
+    import sys
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    # fork: the workers start with what this process has imported, in milliseconds; only
+    # where it is safe (Linux, no other threads), else spawn.
+    fork = sys.platform == "linux" and threading.active_count() == 1
+    context = multiprocessing.get_context("fork" if fork else "spawn")
+    processes = min(workers, len(paths)) - 1
+    pool = ProcessPoolExecutor(processes, mp_context=context)
+    try:
+        yield from shared_in_order(
+            len(paths),
+            lambda i: analyze_file(paths[i], peaks),
+            lambda i: pool.submit(_analyze_or_none, os.fspath(paths[i]), peaks),
+            2 * processes,  # one running and one waiting per worker: none waits for work
+        )
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _analyze_or_none(path: str, peaks: PerfEnv | None) -> OpStats | None:
+    """A worker's ``analyze_file``; None for any failure (its error is made again in the
+    parent: exceptions need not survive pickling)."""
+    try:
+        return analyze_file(path, peaks)
+    except Exception:
+        return None
