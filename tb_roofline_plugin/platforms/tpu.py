@@ -7,6 +7,7 @@ the plane's ``Steps`` line.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,6 +104,32 @@ def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]
     return cols, rows[np.searchsorted(unique, metadata_ids)]
 
 
+# _op_table's results by the plane's metadata digest and the ops asked for: the cores and
+# hosts of one program (a pod) have the same metadata, read once. A few kept, oldest out first.
+_OP_TABLES: dict[tuple[bytes, bytes], tuple[dict, np.ndarray]] = {}
+_OP_TABLES_KEPT = 8
+_OP_TABLES_LOCK = threading.Lock()
+
+
+def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+    """``_op_table``, its result kept for planes with the same metadata (the columns copied:
+    each core owns its own)."""
+    unique = np.unique(metadata_ids)
+    digest = getattr(plane, "metadata_digest", None)
+    key = None if digest is None else (digest, unique.tobytes())
+    with _OP_TABLES_LOCK:
+        found = _OP_TABLES.get(key) if key is not None else None
+    if found is None:
+        found = _op_table(plane, unique)
+        if key is not None:
+            with _OP_TABLES_LOCK:
+                _OP_TABLES[key] = found
+                while len(_OP_TABLES) > _OP_TABLES_KEPT:
+                    del _OP_TABLES[next(iter(_OP_TABLES))]
+    cols, rows = found
+    return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(unique, metadata_ids)]
+
+
 def _instruction_name(hlo_text: str) -> str:
     """``%fusion.3 = f32[...] fusion(...)`` -> ``fusion.3``."""
     head = hlo_text.split(" = ", 1)[0].strip()
@@ -151,7 +178,7 @@ def core_ops(plane: Plane) -> CoreOps:
     else:
         metadata_id = begin = end = occurrences = self_ps = np.zeros(0, np.int64)
         dma = scale = np.zeros(0)
-    ops, op_row = _op_table(plane, metadata_id)
+    ops, op_row = _shared_op_table(plane, metadata_id)
     return CoreOps(
         begin_ps=begin,
         end_ps=end,

@@ -9,6 +9,7 @@ negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -94,27 +95,83 @@ class LineView:
 
 
 class PlaneView:
-    """A plane: metadata and stats decoded (an XPlaneLite without lines), lines as LineViews."""
+    """A plane: metadata and stats decoded (an XPlaneLite without lines), lines as LineViews.
 
-    def __init__(self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView]) -> None:
+    ``metadata_digest`` is a digest of the plane's event and stat metadata as written: planes
+    with the same digest (the cores and hosts of one program) describe their events alike,
+    so what a reader derives from the metadata alone can be kept for the next one.
+    """
+
+    def __init__(
+        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], metadata_digest: bytes
+    ) -> None:
         self._message = message
         self.lines = lines
+        self.metadata_digest = metadata_digest
 
     def __getattr__(self, name: str):
         return getattr(self._message, name)
 
 
 def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
-    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
-    rest, lines, pos = bytearray(), [], start
-    for number, wire, vstart, vend in _fields(buf, start, end):
-        field_end = vend if wire != _WIRE_VARINT else vstart
-        if number == 3 and wire == _WIRE_LEN:
-            lines.append(LineView(buf[vstart:vend], base, vstart))
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes.
+
+    One pass over the plane's fields (a loop of its own: a plane has a field per event
+    metadata entry, thousands); the rest is the spans between lines, the metadata digest
+    the spans of event and stat metadata (fields 4 and 5).
+    """
+    rest: list[memoryview] = []
+    lines = []
+    metadata = hashlib.blake2b(digest_size=16)
+    pos = gap = start  # gap: where the fields since the last line begin
+    run = -1  # where the current run of metadata fields begins (-1: none)
+    while pos < end:
+        field = pos
+        tag = buf[pos]
+        if tag < 0x80:
+            pos += 1
         else:
-            rest += buf[pos:field_end]
-        pos = field_end
-    return PlaneView(xplane_lite_pb2.XPlaneLite.FromString(bytes(rest)), lines)
+            tag, pos = _varint(buf, pos, end)
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise _WireError("corrupt (field number 0)")
+        if wire == _WIRE_LEN:
+            if pos >= end:
+                raise _WireError(_PAST_END)
+            length = buf[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _varint(buf, pos, end)
+            value = pos
+            pos += length
+            if pos > end:
+                raise _WireError(_PAST_END)
+            if number == 3:
+                if field > gap:
+                    rest.append(buf[gap:field])
+                lines.append(LineView(buf[value:pos], base, value))
+                gap = pos
+        elif wire == _WIRE_VARINT:
+            _, pos = _varint(buf, pos, end)
+        elif wire in (_WIRE_FIXED64, _WIRE_FIXED32):
+            pos += 8 if wire == _WIRE_FIXED64 else 4
+            if pos > end:
+                raise _WireError(_PAST_END)
+        else:
+            raise _WireError(f"corrupt (invalid wire type {wire})")
+        if number == 4 or number == 5:
+            if run < 0:
+                run = field
+        elif run >= 0:
+            metadata.update(buf[run:field])
+            run = -1
+    if run >= 0:
+        metadata.update(buf[run:end])
+    if end > gap:
+        rest.append(buf[gap:end])
+    message = xplane_lite_pb2.XPlaneLite.FromString(b"".join(rest))
+    return PlaneView(message, lines, metadata.digest())
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
