@@ -34,6 +34,15 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
     return analyze_decoded(profile, path, perf_env)
 
 
+def convert_or_none(path: str, peaks: str | None = None) -> OpStats | None:
+    """``convert_file`` in a worker process: None for any failure, whose error the parent
+    makes again (exceptions need not survive pickling)."""
+    try:
+        return convert_file(path, peaks)
+    except Exception:
+        return None
+
+
 def convert_to_store(path: str, cache_dir: str, peaks: str | None = None) -> tuple[str, str]:
     """Converts ``path`` into ``cache_dir``; returns (path, "ok" | "cached" | the error)."""
     fs = filesystem(path)

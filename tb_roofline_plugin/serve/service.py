@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 import numpy as np
@@ -19,21 +19,24 @@ from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
 from ..peaks.perf_env import PerfEnv
+from ..platforms.analysis import shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
 from ..render.export import complete_json_text, selection_model
 from ..roofline.compare import Side, compare
 from ..roofline.model import RooflineModel, roofline_model
+from ..roofline.records import MAX_OP_RECORDS
 from ..xspace import discovery
 from . import stats_store
 from .cache import DoNotCache, SingleFlightCache, Transient
 from .calibrator import CALIBRATED, Calibrator, inside
-from .convert import convert_file
+from .convert import convert_file, convert_or_none
 from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devices, with_peaks
 
 FORMATS = ("datatable", "json")
 MAX_VALUE_CHARS = 1024
 DISCOVERY_TTL_S = 5.0
+RECORD_BYTES = 512  # about a record's share of a model (numbers and strings)
 
 
 class RequestError(RooflineError):
@@ -66,14 +69,28 @@ class Forbidden(RequestError):
     status = 403
 
 
-@dataclass
 class Result:
-    """One converted selection (a host or all hosts of a run), as kept in the cache."""
+    """One converted selection (a host or all hosts of a run), as kept in the cache.
 
-    stats: OpStats
-    model: RooflineModel
-    sources: list[str]
-    _rendered: dict[str, str] = field(default_factory=dict)
+    The roofline model is made on first use: hosts converted for ``ALL_HOSTS`` need only
+    their stats, for the combination.
+    """
+
+    def __init__(
+        self, stats: OpStats, sources: list[str], model: RooflineModel | None = None
+    ) -> None:
+        self.stats = stats
+        self.sources = sources
+        self._model = model
+        self._lock = threading.Lock()
+        self._rendered: dict[str, str] = {}
+
+    @property
+    def model(self) -> RooflineModel:
+        with self._lock:
+            if self._model is None:
+                self._model = roofline_model(self.stats)
+            return self._model
 
     @property
     def database(self) -> roofline_model_pb2.RooflineModelDatabase:
@@ -98,7 +115,12 @@ class Result:
         all_db = self.stats.all_db
         numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
         numeric += step_nbytes(self.stats.steps)
-        return 4 * self.model.records.approx_bytes() + 2 * numeric + 64 * 1024
+        if self._model is not None:
+            records = self._model.records.approx_bytes()
+        else:  # about what the model will hold: both record sets, ops up to the records cap
+            ops = min(len(all_db), MAX_OP_RECORDS) + 2 + len(self.stats.steps)
+            records = 2 * ops * RECORD_BYTES
+        return 4 * records + 2 * numeric + 64 * 1024
 
 
 def required_value(name: str, value: str | None) -> str:
@@ -243,7 +265,7 @@ class RooflineService:
                             )
                         ) from None
                     raise
-            result = Result(stats, roofline_model(stats), [host.path])
+            result = Result(stats, [host.path])
             if self._changed(fs, host.path, size, mtime):
                 return Transient(result)  # what was read, but not under this (size, mtime)
             return result
@@ -258,7 +280,8 @@ class RooflineService:
             return True
 
     def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
-        """Converts the hosts that are not cached yet in worker processes, in parallel."""
+        """Converts the hosts that are not cached yet in parallel: in worker processes and
+        in this thread (``shared_in_order``)."""
         if self.workers < 2 or len(files) < 2 or self.cache_dir:
             return
         missing = []
@@ -274,27 +297,51 @@ class RooflineService:
         with self._prefetching:
             missing = [(h, k) for h, k in missing if k not in self.cache]
             if len(missing) >= 2:
-                self._convert_in_workers(missing)
+                self._convert_in_workers(fs, missing)
 
-    def _convert_in_workers(self, missing: list[tuple[discovery.HostFile, tuple]]) -> None:
+    def _convert_in_workers(
+        self, fs: discovery._Fs, missing: list[tuple[discovery.HostFile, tuple]]
+    ) -> None:
         pool = self._worker_pool()
-        futures = [(pool.submit(convert_file, h.path, self.peaks_spec), h, k) for h, k in missing]
-        for future, host, key in futures:
+
+        def here(i: int) -> None:
             try:
-                stats = future.result()
-            except Exception:  # the in-process path reports it, with its message
-                continue
-            result = Result(stats, roofline_model(stats), [host.path])
-            self.cache.get(key, _constant(result), Result.size_bytes)
+                self._host_result(fs, missing[i][0])  # converted and cached here
+            except Exception:  # the per-host path reports it, with its message
+                pass
+
+        def submit(i: int):
+            try:
+                return pool.submit(convert_or_none, missing[i][0].path, self.peaks_spec)
+            except BrokenProcessPool:  # a worker died: a new pool next time, this one here
+                with self._lock:
+                    if self._pool is pool:
+                        self._pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+
+        outstanding = 2 * (self.workers - 1)  # one running and one waiting per worker
+        done = shared_in_order(len(missing), here, submit, outstanding)
+        for (host, key), stats in zip(missing, done):
+            if stats is not None:  # converted in a worker
+                self.cache.get(key, _constant(Result(stats, [host.path])), Result.size_bytes)
 
     def _worker_pool(self):
+        """``workers - 1`` processes (the requests' threads convert too), forked from a
+        server process that has the converter imported: only the first start pays imports.
+        Never forked from this threaded server itself."""
         with self._lock:
             if self._pool is None:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
-                context = multiprocessing.get_context("spawn")  # never fork a threaded server
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+                methods = multiprocessing.get_all_start_methods()
+                context = multiprocessing.get_context(
+                    "forkserver" if "forkserver" in methods else "spawn"
+                )
+                if "forkserver" in methods:
+                    context.set_forkserver_preload([convert_or_none.__module__])
+                self._pool = ProcessPoolExecutor(self.workers - 1, mp_context=context)
             return self._pool
 
     def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
@@ -327,7 +374,7 @@ class RooflineService:
 
         def judge() -> Result:
             stats = with_peaks(result.stats, choice.perf_env)
-            return Result(stats, roofline_model(stats), result.sources)
+            return Result(stats, result.sources)
 
         return self.cache.get(peaks_key, judge, Result.size_bytes), peaks_key
 
@@ -345,7 +392,7 @@ class RooflineService:
 
         def combine() -> Result:
             stats = combine_hosts([r.stats for r, _ in parts])
-            return Result(stats, roofline_model(stats), [f.path for f in files])
+            return Result(stats, [f.path for f in files])
 
         return self.cache.get(key, combine, Result.size_bytes)
 
