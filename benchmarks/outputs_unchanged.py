@@ -6,8 +6,9 @@ we have, saved to a folder and compared byte for byte with a folder saved before
 Profiles: every ``*.xplane.pb`` under the shared data (``TB_ROOFLINE_SHARED`` or ../shared;
 the CORRUPT one is skipped) and a demo logdir generated with ``tb-roofline demo --no-serve``
 (each run folder, all hosts together, and each host file), and every ``--also`` PATH (a
-profile file or a run folder, e.g. ``benchmarks/run.py --pod``'s 32 hosts). Each is exported as datatable, json
-and csv; json also as ``--step average`` and as its first and last step where it has steps.
+profile file or a run folder, e.g. the pod ``benchmarks/run.py`` makes in
+``benchmarks/out/pod32/plugins/profile/pod``). Each is exported as datatable, json and csv;
+json also as ``--step average`` and as its first and last step where it has steps.
 Commands run with the input's folder as working directory and relative paths, so the outputs
 do not depend on where the folders are. The demo profiles' own bytes are recorded too
 (``demo-files.sha256``). With ``--against``, every file of both folders is compared; the exit

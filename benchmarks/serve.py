@@ -1,9 +1,16 @@
 """HTTP timings against a real ``tensorboard``: the first (cold) and cached ``data`` requests.
 
-    python benchmarks/serve.py [PROFILE ...]   (default: the shared TPU sample)
+    python benchmarks/serve.py [PROFILE | RUN_FOLDER ...]   (default: the shared TPU sample)
 
-Each profile is linked into a temporary logdir (nothing is written next to it); the
-script starts TensorBoard on 127.0.0.1, times requests with urllib, and stops it.
+Each profile is linked into a temporary logdir (nothing is written next to it), as a run of
+one host; a run folder (``.../plugins/profile/<run>/``, e.g. ``benchmarks/run.py``'s 32-host
+pod) becomes a run of all its hosts, asked for as ``ALL_HOSTS``. The script starts
+TensorBoard on 127.0.0.1 and waits until the plugin answers (TensorBoard's start-up is not
+timed), then times requests with urllib, and stops it.
+
+The first request is wall-clock time, so whatever the plugin's worker processes do for it,
+their start-up included, is in it; the table also gives the CPU seconds TensorBoard and its
+worker processes spent on it and their peak memory together (sampled every 20 ms).
 """
 
 from __future__ import annotations
@@ -14,12 +21,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("TB_ROOFLINE_SHARED", REPO.parent / "shared")) / "data"
+SUFFIX = ".xplane.pb"
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _free_port() -> int:
@@ -35,13 +45,85 @@ def _timed_get(url: str) -> tuple[float, int]:
     return time.perf_counter() - start, size
 
 
-def main(argv: list[str]) -> int:
-    profiles = [Path(p) for p in argv] or [SHARED / "xprof" / "tpu_inference_2.xplane.pb"]
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux /proc; just ``pid`` elsewhere)."""
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo.extend(int(child) for child in task.read_text().split())
+            except OSError:
+                continue
+    return tree
+
+
+def tree_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have spent so far (those still alive)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICK
+
+
+def tree_rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+class PeakTreeMemory:
+    """The peak of the process tree's summed resident memory while it runs (a thread)."""
+
+    def __init__(self, pid: int, every_s: float = 0.02) -> None:
+        self.pid, self.every_s, self.peak = pid, every_s, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss_mib(process_tree(self.pid)))
+            self._stop.wait(self.every_s)
+
+    def __enter__(self) -> PeakTreeMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _link(logdir: str, i: int, profile: Path) -> tuple[str, float]:
+    """Links a profile or a run folder's profiles into run ``run{i}``: (host to ask, MB)."""
+    run = Path(logdir, "plugins", "profile", f"run{i}")
+    run.mkdir(parents=True)
+    if profile.is_dir():
+        files = sorted(profile.glob(f"*{SUFFIX}"))
+        for path in files:
+            os.symlink(path.resolve(), run / path.name)
+        return "ALL_HOSTS", sum(p.stat().st_size for p in files) / 1e6
+    os.symlink(profile.resolve(), run / profile.name)
+    return profile.name[: -len(SUFFIX)], profile.stat().st_size / 1e6
+
+
+def measure(profiles: list[Path], repeat_cached: int = 20) -> list[dict]:
+    """Starts TensorBoard on the profiles and times each one's first and cached request."""
+    rows = []
     with tempfile.TemporaryDirectory() as logdir:
-        for i, profile in enumerate(profiles):
-            run = Path(logdir, "plugins", "profile", f"run{i}")
-            run.mkdir(parents=True)
-            os.symlink(profile.resolve(), run / profile.name)
+        asked = [_link(logdir, i, profile) for i, profile in enumerate(profiles)]
         port = _free_port()
         exe = Path(sys.executable).with_name("tensorboard")
         proc = subprocess.Popen(
@@ -58,21 +140,48 @@ def main(argv: list[str]) -> int:
                     break
                 except OSError:
                     time.sleep(0.2)
-            print(
-                f"{'profile':36} {'MB':>6} {'first data s':>13} {'cached data ms':>15} {'bytes':>9}"
-            )
-            for i, profile in enumerate(profiles):
-                host = profile.name[: -len(".xplane.pb")]
+            for i, (profile, (host, megabytes)) in enumerate(zip(profiles, asked)):
                 url = f"{base}/data?run=run{i}&host={host}&tag=roofline_model"
-                first, size = _timed_get(url)
-                cached = statistics.median(_timed_get(url)[0] for _ in range(20))
-                print(
-                    f"{profile.name[-36:]:36} {profile.stat().st_size / 1e6:6.1f} "
-                    f"{first:13.3f} {1000 * cached:15.1f} {size:9d}"
+                cpu_before = tree_cpu_s(process_tree(proc.pid))
+                with PeakTreeMemory(proc.pid) as memory:
+                    first, size = _timed_get(url)
+                cpu = tree_cpu_s(process_tree(proc.pid)) - cpu_before
+                cached = statistics.median(_timed_get(url)[0] for _ in range(repeat_cached))
+                rows.append(
+                    {
+                        "profile": profile.name,
+                        "host": host,
+                        "mb": megabytes,
+                        "first_s": first,
+                        "first_cpu_s": cpu,
+                        "peak_mib": memory.peak,
+                        "cached_ms": 1000 * cached,
+                        "bytes": size,
+                    }
                 )
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(
+        f"{'profile':36} {'host':>9} {'MB':>6} {'first data s':>13} {'CPU s':>6} "
+        f"{'peak MiB':>9} {'cached data ms':>15} {'bytes':>9}"
+    )
+    for r in rows:
+        print(
+            f"{r['profile'][-36:]:36} {r['host'][-9:]:>9} {r['mb']:6.1f} {r['first_s']:13.3f} "
+            f"{r['first_cpu_s']:6.2f} {r['peak_mib']:9.0f} {r['cached_ms']:15.1f} "
+            f"{r['bytes']:9d}",
+            flush=True,
+        )
+
+
+def main(argv: list[str]) -> int:
+    profiles = [Path(p) for p in argv] or [SHARED / "xprof" / "tpu_inference_2.xplane.pb"]
+    print_rows(measure(profiles))
     return 0
 
 
