@@ -1,0 +1,182 @@
+"""What makes a pod (many hosts of one program) fast gives the same results: hosts analyzed in
+worker processes and this one, TPU op tables read once for planes with the same metadata,
+self times without a sort for lines in time order, per-host roofline models only on use."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
+from tb_roofline_plugin.errors import ProfileError
+from tb_roofline_plugin.ops import op_metrics
+from tb_roofline_plugin.platforms import analysis, tpu
+from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files, shared_in_order
+from tb_roofline_plugin.render.export import render
+from tb_roofline_plugin.serve.service import RooflineService
+from tb_roofline_plugin.xspace.profile_reader import TPU_CORE_PLANE, read_profile
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory):
+    """A run folder of 5 hosts of one program (same metadata), another program's host."""
+    root = tmp_path_factory.mktemp("pod")
+    run = root / "plugins" / "profile" / "r"
+    for i in range(5):
+        spec = TpuSpec(steps=4, ops_per_step=40, host=f"p{i}", seed=i)
+        write_profile(run / f"p{i}.xplane.pb", tpu_xspace(spec))
+    other = TpuSpec(steps=4, ops_per_step=30, host="q", seed=9, cores=2)
+    write_profile(run / "q.xplane.pb", tpu_xspace(other))
+    return root
+
+
+def _files(pod):
+    return sorted(str(p) for p in (pod / "plugins/profile/r").glob("*.xplane.pb"))
+
+
+def test_planes_of_one_program_share_their_op_table_and_results_stay(pod, monkeypatch):
+    files = _files(pod)
+    digests = {
+        path: {
+            plane.metadata_digest for plane in read_profile(path).planes_matching(TPU_CORE_PLANE)
+        }
+        for path in files
+    }
+    p0, p1, q = digests[files[0]], digests[files[1]], digests[files[-1]]
+    assert len(p0) == 1 and p0 == p1 and not p0 & q  # cores and hosts alike; q differs
+    tpu._OP_TABLES.clear()
+    kept = [render(analyze_file(p), "json", [p]) for p in files]
+    assert len(tpu._OP_TABLES) == 2  # one per program
+    read = []
+    original = tpu._op_table
+    monkeypatch.setattr(tpu, "_op_table", lambda *a: read.append(1) or original(*a))
+    monkeypatch.setattr(tpu, "_OP_TABLES_KEPT", 0)  # nothing kept: every plane read
+    tpu._OP_TABLES.clear()
+    fresh = [render(analyze_file(p), "json", [p]) for p in files]
+    assert fresh == kept and len(read) == 4 * 5 + 2
+
+
+def test_a_host_owns_its_op_columns(pod):
+    """Hosts sharing a kept op table get copies: changing one leaves the others alone."""
+    a, b = (analyze_file(p) for p in _files(pod)[:2])
+    a.all_db.name[:] = "changed"
+    assert "changed" not in set(analyze_file(_files(pod)[1]).all_db.name.tolist())
+    assert "changed" not in set(b.all_db.name.tolist())
+
+
+def _lexsorted_self_times(begin, end):
+    duration = end - begin
+    order = np.lexsort((-duration, begin))
+    parent = op_metrics.nesting_parents(begin[order], end[order])
+    child = np.zeros(len(begin), np.int64)
+    nested = parent >= 0
+    np.add.at(child, order[parent[nested]], duration[order[nested]])
+    return duration - child
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_self_times_of_lines_in_order_or_not_are_the_sorted_ones(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    begin = rng.integers(0, 40, n).astype(np.int64)
+    end = begin + rng.integers(0, 30, n)
+    if seed % 2:  # in (begin, longest first) order, ties included
+        order = np.lexsort((begin - end, begin))
+        begin, end = begin[order], end[order]
+    assert self_times(begin, end).tolist() == _lexsorted_self_times(begin, end).tolist()
+
+
+self_times = op_metrics.self_times
+
+
+def test_work_comes_back_in_order_wherever_it_was_done():
+    """Work goes to a worker (a thread here) and, while the work due is not done, here;
+    a worker's None or error is done here again; here's errors come in their turn."""
+    done_here: list[int] = []
+    release = threading.Event()
+
+    def here(i: int) -> str:
+        done_here.append(i)
+        release.set()  # the worker's first work ends only once this process works too
+        if i == 6:
+            raise ValueError("six")
+        return f"here {i}"
+
+    def remote(i: int):
+        assert release.wait(10)
+        if i == 1:
+            return None  # failed in the worker: done here again
+        if i == 2:
+            raise RuntimeError("worker died")
+        return f"worker {i}"
+
+    with ThreadPoolExecutor(1) as pool:
+        results = shared_in_order(8, here, lambda i: pool.submit(remote, i), 3)
+        got = [next(results) for _ in range(6)]
+        with pytest.raises(ValueError, match="six"):
+            next(results)
+    assert got == ["worker 0"] + [f"here {i}" for i in range(1, 6)]
+    assert sorted(done_here) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_work_a_pool_cannot_take_is_done_here():
+    def submit(i: int) -> Future:
+        raise RuntimeError("a broken pool")
+
+    assert list(shared_in_order(3, lambda i: i * 10, submit, 2)) == [0, 10, 20]
+
+
+def test_parallel_export_is_the_serial_one(pod, tmp_path):
+    run = pod / "plugins/profile/r"
+    outputs = []
+    for workers in ("1", "3"):
+        out = tmp_path / f"w{workers}.json"
+        run_cli("export", run, "--format", "json", "--workers", workers, "-o", out, check=True)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    files = _files(pod)
+    assert render(analyze_files(files, workers=2), "json", files).encode() == outputs[0]
+
+
+def test_a_bad_host_fails_the_parallel_export_as_the_serial_one(pod, tmp_path):
+    run = tmp_path / "plugins/profile/r"
+    run.mkdir(parents=True)
+    for i, path in enumerate(_files(pod)):
+        (run / f"h{i}.xplane.pb").write_bytes(Path(path).read_bytes())
+    (run / "h3.xplane.pb").write_bytes(b"\x0a\xff\xff")  # truncated
+    (run / "h5.xplane.pb").write_bytes(b"")
+    serial = run_cli("export", run, "--workers", "1")
+    parallel = run_cli("export", run, "--workers", "2")
+    assert serial.returncode == parallel.returncode == 2
+    assert parallel.stderr == serial.stderr and "h3.xplane.pb" in serial.stderr
+    with pytest.raises(ProfileError, match="h3.xplane.pb"):
+        analyze_files(sorted(str(p) for p in run.glob("*.xplane.pb")), workers=2)
+
+
+def test_parallel_is_for_many_or_large_hosts(pod, monkeypatch):
+    files = _files(pod)
+    assert analysis.parallel_workers(files[:1]) == 1
+    assert analysis.parallel_workers(files) == 1  # small: one process is as fast
+    monkeypatch.setattr(analysis, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1, 2}, raising=False)
+    assert analysis.parallel_workers(files) == 3
+    assert analysis.parallel_workers(files[:2]) == 2
+
+
+def test_all_hosts_makes_no_roofline_per_host(pod):
+    service = RooflineService(str(pod), workers=2)
+    serial = RooflineService(str(pod), workers=1)
+    try:
+        text = service.data("r", "ALL_HOSTS", None, "json")
+        assert text == serial.data("r", "ALL_HOSTS", None, "json")
+        hosts = [v for k, (v, _) in service.cache._entries.items() if k[0] == "host"]
+        assert len(hosts) == 6 and all(r._model is None for r in hosts)
+        assert service.data("r", "p2", None, None) == serial.data("r", "p2", None, None)
+    finally:
+        if service._pool is not None:
+            service._pool.shutdown()
