@@ -12,15 +12,11 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
-from ..kineto import analyze_trace
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import host_name, is_pytorch_trace
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
-from .cpu import cpu_op_stats
-from .gpu import gpu_op_stats
-from .tpu import tpu_op_stats
 
 NO_OPS = (
     "This profile has no TPU or GPU device planes and no XLA op events on the host "
@@ -48,14 +44,23 @@ NO_PEAKS = (
 
 
 def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -> OpStats:
-    """OpStats of one host. ``peaks`` (user/table/calibration) replace the profile's."""
+    """OpStats of one host. ``peaks`` (user/table/calibration) replace the profile's.
+
+    Each platform's reader is imported when a profile needs it (a command's start-up).
+    """
     if profile.planes_matching(GPU_PLANE):
+        from .gpu import gpu_op_stats
+
         modules, problems = program_modules(profile)
         stats = gpu_op_stats(profile, host, modules)
         stats.notes.extend(problems)
     elif profile.planes_matching(TPU_CORE_PLANE):
+        from .tpu import tpu_op_stats
+
         stats = tpu_op_stats(profile, host)
     else:
+        from .cpu import cpu_op_stats
+
         modules, problems = program_modules(profile)
         stats = cpu_op_stats(profile, host, modules, peaks)
         stats.notes.extend(problems)
@@ -107,6 +112,8 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
     """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name);
     an XSpace file's bytes are let go as soon as the lines are read."""
     if is_pytorch_trace(path):
+        from ..kineto import analyze_trace
+
         return analyze_trace(path, peaks)
     profile = read_profile(path, release_lines=True)
     return analyze_decoded(profile, os.fspath(path), peaks)
