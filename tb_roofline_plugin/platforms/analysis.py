@@ -120,17 +120,22 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
 
 
 def analyze_files(
-    paths: Sequence[str | os.PathLike], peaks: PerfEnv | None = None, workers: int | None = None
+    paths: Sequence[str | os.PathLike],
+    peaks: PerfEnv | None = None,
+    workers: int | None = None,
+    start_method: str | None = None,
 ) -> OpStats:
     """All hosts of a run combined (one file per host), each merged in as it comes.
 
     ``workers`` (None: ``parallel_workers``) > 1 analyzes hosts in that many processes:
-    this one and ``workers - 1`` others; the result is the same.
+    this one and ``workers - 1`` others; the result is the same. ``start_method`` starts
+    them (None: ``forkserver`` where there is one, else ``spawn``; ``fork`` is for callers
+    that know their process has no threads, native ones included).
     """
     if workers is None:
         workers = parallel_workers(paths)
     combiner = HostsCombiner()
-    for stats in _each_host(paths, peaks, workers):
+    for stats in _each_host(paths, peaks, workers, start_method):
         combiner.add(stats)
     return combiner.result()
 
@@ -213,7 +218,10 @@ def _done_here(here: Callable[[int], T], i: int) -> T | _Failed:
 
 
 def _each_host(
-    paths: Sequence[str | os.PathLike], peaks: PerfEnv | None, workers: int
+    paths: Sequence[str | os.PathLike],
+    peaks: PerfEnv | None,
+    workers: int,
+    start_method: str | None = None,
 ) -> Iterator[OpStats]:
     """``analyze_file`` of each path, in order; with workers, in ``workers - 1`` worker
     processes and this one (``shared_in_order``)."""
@@ -222,14 +230,14 @@ def _each_host(
             yield analyze_file(path, peaks)
         return
     import multiprocessing
-    import sys
-    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    # fork: the workers start with what this process has imported, in milliseconds; only
-    # where it is safe (Linux, no other threads), else spawn.
-    fork = sys.platform == "linux" and threading.active_count() == 1
-    context = multiprocessing.get_context("fork" if fork else "spawn")
+    if start_method is None:
+        forkserver = "forkserver" in multiprocessing.get_all_start_methods()
+        start_method = "forkserver" if forkserver else "spawn"
+    context = multiprocessing.get_context(start_method)
+    if start_method == "forkserver":
+        context.set_forkserver_preload([__name__])  # workers forked with this module loaded
     processes = min(workers, len(paths)) - 1
     pool = ProcessPoolExecutor(processes, mp_context=context)
     try:
