@@ -51,6 +51,9 @@ def runs(tmp_path_factory):
     for i in range(2):
         spec = CpuSpec(host=f"c{i}", seed=i, steps=3 + i)
         write_profile(root / "cpu" / f"c{i}.xplane.pb", cpu_xspace(spec))
+    for i in range(3):  # a pod: hosts of one program, the same steps and ops
+        spec = TpuSpec(steps=4, ops_per_step=30, host=f"s{i}", seed=i)
+        write_profile(root / "pod" / f"s{i}.xplane.pb", tpu_xspace(spec))
     return root
 
 
@@ -86,7 +89,7 @@ def _old(parts: list[OpStats]) -> OpStats:
     return replace(new, all_db=combine([p.all_db for p in parts]), steps=_step_by_step(parts))
 
 
-@pytest.mark.parametrize("run", ["tpu", "gpu", "cpu"])
+@pytest.mark.parametrize("run", ["tpu", "gpu", "cpu", "pod"])
 def test_combined_steps_are_the_step_by_step_combine(runs, run):
     parts = _hosts(runs, run)
     new, old = combine_hosts(parts), _old(parts)
@@ -104,7 +107,7 @@ def test_combined_steps_are_the_step_by_step_combine(runs, run):
     assert new.complete_steps or run == "gpu"
 
 
-@pytest.mark.parametrize("run", ["tpu", "gpu", "cpu"])
+@pytest.mark.parametrize("run", ["tpu", "gpu", "cpu", "pod"])
 def test_every_output_is_that_of_the_step_by_step_combine(runs, run):
     parts = _hosts(runs, run)
     new, old = combine_hosts(parts), _old(parts)

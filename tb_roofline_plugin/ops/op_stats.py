@@ -163,11 +163,8 @@ class HostsCombiner:
         self._parts.append(part)
 
     def _merge(self, part: OpStats) -> None:
-        blocks, keys = [_db_block([part.all_db])], [self._all_keys.of(part.all_db)]
-        if self._all is not None:
-            blocks.insert(0, _table_block(self._all, np.zeros(1, np.int64)))
-            keys.insert(0, self._all.key)
-        self._all = _merged(blocks, 1, keys)
+        block, keys = _db_block([part.all_db]), self._all_keys.of(part.all_db)
+        self._all = _combined(self._all, None, block, keys, 1)
 
         by_number = {s.step_num: s for s in part.steps}
         for num, step in by_number.items():
@@ -183,13 +180,10 @@ class HostsCombiner:
         table, index = shared_table(mine)
         block = _db_block([s.db for s in mine]) if table is None else _table_block(table, index)
         block.where = np.array([position[s.step_num] for s in mine], np.int64)
-        blocks, keys = [block], [self._step_keys.of(block.static)]
-        if self._steps is not None:
-            so_far = _table_block(self._steps, np.arange(len(self._numbers)))
-            so_far.where = np.array([position[num] for num in self._numbers], np.int64)
-            blocks.insert(0, so_far)
-            keys.insert(0, self._steps.key)
-        self._steps, self._numbers = _merged(blocks, len(numbers), keys), numbers
+        so_far = np.array([position[num] for num in self._numbers], np.int64)
+        keys = self._step_keys.of(block.static)
+        self._steps = _combined(self._steps, so_far, block, keys, len(numbers))
+        self._numbers = numbers
 
     def result(self) -> OpStats:
         parts = self._parts
@@ -402,6 +396,67 @@ def _table_block(table: StepOps, index: np.ndarray) -> _Block:
 
     group = np.repeat(np.arange(len(index), dtype=np.int64), per_step)
     return _Block(static, column, src, op, group, totals)
+
+
+def _combined(
+    so_far: HostsStepOps | None,
+    where: np.ndarray | None,
+    block: _Block,
+    keys: np.ndarray,
+    groups: int,
+) -> HostsStepOps:
+    """The rows merged so far (their groups now ``where``) and ``block``'s, merged."""
+    if so_far is None:
+        return _merged([block], groups, [keys])
+    if where is None or np.array_equal(where, np.arange(groups)):
+        added = _added(so_far, block, keys)
+        if added is not None:
+            return added
+    rows = _table_block(so_far, np.arange(len(so_far)))
+    rows.where = where
+    return _merged([rows, block], groups, [so_far.key, keys])
+
+
+DENSE_LOOKUP = 1 << 22  # (group, key) cells looked up in an array up to this many
+
+
+def _added(so_far: HostsStepOps, block: _Block, keys: np.ndarray) -> HostsStepOps | None:
+    """``_merged`` of ``so_far``'s rows and ``block``'s where every row of ``block`` meets an
+    op ``so_far`` has in its group already (the hosts of one program): the block's values
+    go straight onto a copy of the sums so far, in the same order, and nothing moves (the
+    sums so far are never -0.0, so they are what adding them to zeros gives). None where
+    a row brings an op new to its group."""
+    groups = len(so_far)
+    width = int(max(so_far.key.max(initial=-1), keys.max(initial=-1))) + 1
+    if groups * width > DENSE_LOOKUP:
+        return None
+    lookup = np.full(groups * width, -1, np.int64)
+    lookup[so_far.segment * width + so_far.key[so_far.op]] = np.arange(len(so_far.op))
+    group = block.group if block.where is None else block.where[block.group]
+    cell = lookup[group * width + keys[block.op]]
+    if len(cell) and int(cell.min()) < 0:
+        return None
+    once = not len(cell) or np.bincount(cell).max() <= 1
+    values = {}
+    for name, sums in so_far.values.items():
+        out = sums.copy()
+        rows = block.column(name)[block.src]
+        if name == "has_breakdown":
+            if once:
+                out[cell] |= rows
+            else:
+                np.logical_or.at(out, cell, rows)
+        elif once:
+            out[cell] += rows
+        else:
+            np.add.at(out, cell, rows)
+        values[name] = out
+    totals = so_far.total_time_ps.copy()
+    if block.where is None:
+        totals += block.totals
+    else:
+        totals[block.where] += block.totals
+    return replace(so_far, values=values, total_time_ps=totals)
 
 
 def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsStepOps:

@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Callable, Union
@@ -99,32 +100,68 @@ class PlaneView:
 
     ``metadata_digest`` is a digest of the plane's event and stat metadata as written: planes
     with the same digest (the cores and hosts of one program) describe their events alike,
-    so what a reader derives from the metadata alone can be kept for the next one.
+    so what a reader derives from the metadata alone can be kept for the next one; their
+    decoded metadata is one message, shared (never changed).
     """
 
     def __init__(
-        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], metadata_digest: bytes
+        self,
+        message: xplane_lite_pb2.XPlaneLite,
+        lines: list[LineView],
+        metadata_digest: bytes,
+        metadata: xplane_lite_pb2.XPlaneLite | None = None,
     ) -> None:
         self._message = message
+        self._metadata = message if metadata is None else metadata
         self.lines = lines
         self.metadata_digest = metadata_digest
+
+    @property
+    def event_metadata(self):
+        return self._metadata.event_metadata
+
+    @property
+    def stat_metadata(self):
+        return self._metadata.stat_metadata
 
     def __getattr__(self, name: str):
         return getattr(self._message, name)
 
 
+# Decoded metadata by digest: the planes of one program decode theirs once. A few kept.
+_METADATA: dict[bytes, xplane_lite_pb2.XPlaneLite] = {}
+_METADATA_KEPT = 4
+_METADATA_MAX_BYTES = 16_000_000  # larger metadata (one big profile) is not kept
+_METADATA_LOCK = threading.Lock()
+
+
+def _decoded_metadata(digest: bytes, spans: list[memoryview]) -> xplane_lite_pb2.XPlaneLite:
+    with _METADATA_LOCK:
+        found = _METADATA.get(digest)
+    if found is not None:
+        return found
+    message = xplane_lite_pb2.XPlaneLite.FromString(b"".join(spans))
+    if sum(len(s) for s in spans) <= _METADATA_MAX_BYTES:
+        with _METADATA_LOCK:
+            _METADATA[digest] = message
+            while len(_METADATA) > _METADATA_KEPT:
+                del _METADATA[next(iter(_METADATA))]
+    return message
+
+
 def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
-    """Splits a plane's lines (field 3) from the rest, which protobuf decodes.
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes: its event and
+    stat metadata (fields 4 and 5, by their digest) apart from the rest.
 
     One pass over the plane's fields (a loop of its own: a plane has a field per event
-    metadata entry, thousands); the rest is the spans between lines, the metadata digest
-    the spans of event and stat metadata (fields 4 and 5).
+    metadata entry, thousands); the parts are spans of fields between the others.
     """
     rest: list[memoryview] = []
+    metadata: list[memoryview] = []
     lines = []
-    metadata = hashlib.blake2b(digest_size=16)
-    pos = gap = start  # gap: where the fields since the last line begin
-    run = -1  # where the current run of metadata fields begins (-1: none)
+    digest = hashlib.blake2b(digest_size=16)
+    pos = span = start  # span: where the fields of the current kind begin
+    kind = 0  # of the fields since ``span``: 0 rest, 1 metadata
     while pos < end:
         field = pos
         tag = buf[pos]
@@ -136,10 +173,11 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
         if number == 0:
             raise _WireError("corrupt (field number 0)")
         if wire == _WIRE_LEN:
-            if pos >= end:
-                raise _WireError(_PAST_END)
-            length = buf[pos]
-            if length < 0x80:
+            if pos + 1 < end and buf[pos] >= 0x80 and buf[pos + 1] < 0x80:  # 128 B to 16 KiB
+                length = (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            elif pos < end and buf[pos] < 0x80:
+                length = buf[pos]
                 pos += 1
             else:
                 length, pos = _varint(buf, pos, end)
@@ -147,11 +185,6 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
             pos += length
             if pos > end:
                 raise _WireError(_PAST_END)
-            if number == 3:
-                if field > gap:
-                    rest.append(buf[gap:field])
-                lines.append(LineView(buf[value:pos], base, value))
-                gap = pos
         elif wire == _WIRE_VARINT:
             _, pos = _varint(buf, pos, end)
         elif wire in (_WIRE_FIXED64, _WIRE_FIXED32):
@@ -160,18 +193,20 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
                 raise _WireError(_PAST_END)
         else:
             raise _WireError(f"corrupt (invalid wire type {wire})")
-        if number == 4 or number == 5:
-            if run < 0:
-                run = field
-        elif run >= 0:
-            metadata.update(buf[run:field])
-            run = -1
-    if run >= 0:
-        metadata.update(buf[run:end])
-    if end > gap:
-        rest.append(buf[gap:end])
+        now = 2 if number == 3 and wire == _WIRE_LEN else 1 if number in (4, 5) else 0
+        if now != kind or now == 2:
+            if field > span:
+                (metadata if kind == 1 else rest).append(buf[span:field])
+            if now == 2:
+                lines.append(LineView(buf[value:pos], base, value))
+            span, kind = (pos, 0) if now == 2 else (field, now)
+    if end > span:
+        (metadata if kind == 1 else rest).append(buf[span:end])
+    for part in metadata:
+        digest.update(part)
     message = xplane_lite_pb2.XPlaneLite.FromString(b"".join(rest))
-    return PlaneView(message, lines, metadata.digest())
+    key = digest.digest()
+    return PlaneView(message, lines, key, _decoded_metadata(key, metadata))
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
