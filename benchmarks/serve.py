@@ -119,8 +119,9 @@ def _link(logdir: str, i: int, profile: Path) -> tuple[str, float]:
     return profile.name[: -len(SUFFIX)], profile.stat().st_size / 1e6
 
 
-def measure(profiles: list[Path], repeat_cached: int = 20) -> list[dict]:
-    """Starts TensorBoard on the profiles and times each one's first and cached request."""
+def measure(profiles: list[Path], repeat_cached: int = 20, env: dict | None = None) -> list[dict]:
+    """Starts TensorBoard (in ``env``) on the profiles and times each one's first and cached
+    request."""
     rows = []
     with tempfile.TemporaryDirectory() as logdir:
         asked = [_link(logdir, i, profile) for i, profile in enumerate(profiles)]
@@ -131,6 +132,7 @@ def measure(profiles: list[Path], repeat_cached: int = 20) -> list[dict]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
+            env=env,
         )
         base = f"http://127.0.0.1:{port}/data/plugin/roofline"
         try:

@@ -168,7 +168,10 @@ def test_parallel_is_for_many_or_large_hosts(pod, monkeypatch):
     assert analysis.parallel_workers(files[:2]) == 2
 
 
-def test_all_hosts_makes_no_roofline_per_host(pod):
+def test_all_hosts_makes_no_roofline_per_host(pod, monkeypatch):
+    import tb_roofline_plugin.serve.service as service_module
+
+    monkeypatch.setattr(service_module, "WORKERS_MIN_BYTES", 0)
     service = RooflineService(str(pod), workers=2)
     serial = RooflineService(str(pod), workers=1)
     try:
@@ -176,7 +179,15 @@ def test_all_hosts_makes_no_roofline_per_host(pod):
         assert text == serial.data("r", "ALL_HOSTS", None, "json")
         hosts = [v for k, (v, _) in service.cache._entries.items() if k[0] == "host"]
         assert len(hosts) == 6 and all(r._model is None for r in hosts)
+        assert service._pool is not None
         assert service.data("r", "p2", None, None) == serial.data("r", "p2", None, None)
     finally:
         if service._pool is not None:
             service._pool.shutdown()
+
+
+def test_small_runs_convert_without_starting_workers(pod):
+    """Starting workers costs more than converting a few MB here."""
+    service = RooflineService(str(pod), workers=2)
+    service.data("r", "ALL_HOSTS", None, None)
+    assert service._pool is None

@@ -52,7 +52,10 @@ def test_a_damaged_or_pickled_store_file_is_ignored(tmp_path):
     assert stats_store.load(str(tmp_path), "pickle") is None
 
 
-def test_parallel_workers_give_the_serial_result(logdir):
+def test_parallel_workers_give_the_serial_result(logdir, monkeypatch):
+    import tb_roofline_plugin.serve.service as service_module
+
+    monkeypatch.setattr(service_module, "WORKERS_MIN_BYTES", 0)  # small hosts: workers too
     serial = RooflineService(str(logdir), workers=1)
     parallel = RooflineService(str(logdir), workers=2)
     assert parallel.data("tpu/r", "ALL_HOSTS", None, "json") == serial.data(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
@@ -165,15 +166,18 @@ class _Failed:
 
 
 def shared_in_order(
-    count: int, here: Callable[[int], T], submit: Callable[[int], Future], outstanding: int
+    count: int,
+    here: Callable[[int], T],
+    submit: Callable[[int], Future | None],
+    outstanding: int,
 ) -> Iterator[T]:
     """The results of work 0..count-1 in order, done by worker processes and this one.
 
     Work goes out in order: to the workers (``submit(i)``, at most ``outstanding`` at a
-    time) and, whenever the work due is not done yet, to this process (``here(i)``), so
-    the workers' start-up costs no waiting. Work a worker could not do (its result is
-    None, or it raised, or the pool broke) is done here. ``here``'s errors come in their
-    turn, as in a serial loop.
+    time; None: no worker is up yet) and, whenever the work due is not done yet, to this
+    process (``here(i)``), so the workers' start-up costs no waiting. Work a worker could
+    not do (its result is None, or it raised, or the pool broke) is done here. ``here``'s
+    errors come in their turn, as in a serial loop.
     """
     ready: dict[int, object] = {}
     running: dict[int, Future] = {}
@@ -183,11 +187,14 @@ def shared_in_order(
         while i not in ready:
             while not broken and given < count and len(running) < outstanding:
                 try:
-                    running[given] = submit(given)
+                    future = submit(given)
                 except Exception:  # a broken pool: the rest is done here
                     broken = True
-                else:
-                    given += 1
+                    break
+                if future is None:  # not up yet: later
+                    break
+                running[given] = future
+                given += 1
             future = running.get(i)
             if future is None:  # no worker has it: it is the next to go out
                 given += 1
@@ -217,6 +224,50 @@ def _done_here(here: Callable[[int], T], i: int) -> T | _Failed:
         return _Failed(exc)
 
 
+class WorkerPool:
+    """A process pool whose workers start in the background: ``submit`` gives None until
+    they are up, so the caller works meanwhile (a fork server's first start, for one,
+    takes as long as a fresh interpreter's imports, and blocks whoever starts it)."""
+
+    def __init__(self, processes: int, start_method: str, preload: list[str]) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context(start_method)
+        if start_method == "forkserver":
+            context.set_forkserver_preload(preload)  # workers forked with these loaded
+        self.processes = processes
+        self._pool = ProcessPoolExecutor(processes, mp_context=context)
+        self._up = threading.Event()
+        if start_method == "fork":  # in milliseconds, and only while no other thread runs
+            self._start()
+        else:
+            threading.Thread(target=self._start, daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            for started in [self._pool.submit(os.getpid) for _ in range(self.processes)]:
+                started.result()
+        except Exception:  # a pool that cannot start: its submit says so
+            pass
+        self._up.set()
+
+    def submit(self, fn: Callable, *args) -> Future | None:
+        return self._pool.submit(fn, *args) if self._up.is_set() else None
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        self._up.wait()  # not while it starts
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def default_start_method() -> str:
+    """``forkserver`` where there is one (workers forked from a process of their own, safe
+    whatever threads the caller has), else ``spawn``."""
+    import multiprocessing
+
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def _each_host(
     paths: Sequence[str | os.PathLike],
     peaks: PerfEnv | None,
@@ -229,17 +280,8 @@ def _each_host(
         for path in paths:
             yield analyze_file(path, peaks)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    if start_method is None:
-        forkserver = "forkserver" in multiprocessing.get_all_start_methods()
-        start_method = "forkserver" if forkserver else "spawn"
-    context = multiprocessing.get_context(start_method)
-    if start_method == "forkserver":
-        context.set_forkserver_preload([__name__])  # workers forked with this module loaded
     processes = min(workers, len(paths)) - 1
-    pool = ProcessPoolExecutor(processes, mp_context=context)
+    pool = WorkerPool(processes, start_method or default_start_method(), [__name__])
     try:
         yield from shared_in_order(
             len(paths),

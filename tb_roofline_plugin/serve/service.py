@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
@@ -19,7 +20,7 @@ from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
 from ..peaks.perf_env import PerfEnv
-from ..platforms.analysis import shared_in_order
+from ..platforms.analysis import WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
 from ..render.export import complete_json_text, selection_model
@@ -37,6 +38,7 @@ FORMATS = ("datatable", "json")
 MAX_VALUE_CHARS = 1024
 DISCOVERY_TTL_S = 5.0
 RECORD_BYTES = 512  # about a record's share of a model (numbers and strings)
+WORKERS_MIN_BYTES = 256_000_000  # hosts to convert together before starting workers pays
 
 
 class RequestError(RooflineError):
@@ -176,7 +178,7 @@ class RooflineService:
         self._peaks: PerfEnv | None = None
         self.workers = max(int(workers), 1)
         self.cache_dir = cache_dir
-        self._pool = None  # worker processes, started on first use
+        self._pool: WorkerPool | None = None  # worker processes, started on first use
         self._prefetching = threading.Lock()  # one parallel conversion batch at a time
         self.max_file_bytes = int(max_file_mb * 1e6)
         self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
@@ -281,18 +283,22 @@ class RooflineService:
 
     def _prefetch(self, fs: discovery._Fs, files: list[discovery.HostFile]) -> None:
         """Converts the hosts that are not cached yet in parallel: in worker processes and
-        in this thread (``shared_in_order``)."""
+        in this thread (``shared_in_order``), once workers pay: when they are up already,
+        or for WORKERS_MIN_BYTES or more (starting them takes about a fresh interpreter's
+        imports, half a second of a core, in which this thread converts ~50 MB)."""
         if self.workers < 2 or len(files) < 2 or self.cache_dir:
             return
-        missing = []
+        missing, size = [], 0
         for host in files:
             try:
-                size, mtime = fs.stat(host.path)
+                host_size, mtime = fs.stat(host.path)
             except OSError:
                 continue
-            if size <= self.max_file_bytes and ("host", host.path, size, mtime) not in self.cache:
-                missing.append((host, ("host", host.path, size, mtime)))
-        if len(missing) < 2:
+            key = ("host", host.path, host_size, mtime)
+            if host_size <= self.max_file_bytes and key not in self.cache:
+                missing.append((host, key))
+                size += host_size
+        if len(missing) < 2 or (self._pool is None and size < WORKERS_MIN_BYTES):
             return
         with self._prefetching:
             missing = [(h, k) for h, k in missing if k not in self.cache]
@@ -310,7 +316,7 @@ class RooflineService:
             except Exception:  # the per-host path reports it, with its message
                 pass
 
-        def submit(i: int):
+        def submit(i: int) -> Future | None:
             try:
                 return pool.submit(convert_or_none, missing[i][0].path, self.peaks_spec)
             except BrokenProcessPool:  # a worker died: a new pool next time, this one here
@@ -320,28 +326,20 @@ class RooflineService:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
 
-        outstanding = 2 * (self.workers - 1)  # one running and one waiting per worker
+        outstanding = 2 * pool.processes  # one running and one waiting per worker
         done = shared_in_order(len(missing), here, submit, outstanding)
         for (host, key), stats in zip(missing, done):
             if stats is not None:  # converted in a worker
                 self.cache.get(key, _constant(Result(stats, [host.path])), Result.size_bytes)
 
-    def _worker_pool(self):
-        """``workers - 1`` processes (the requests' threads convert too), forked from a
-        server process that has the converter imported: only the first start pays imports.
-        Never forked from this threaded server itself."""
+    def _worker_pool(self) -> WorkerPool:
+        """``workers - 1`` processes (the requests' threads convert too), started in the
+        background, forked from a server process that has the converter imported: only its
+        first start pays imports. Never forked from this threaded server itself."""
         with self._lock:
             if self._pool is None:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
-
-                methods = multiprocessing.get_all_start_methods()
-                context = multiprocessing.get_context(
-                    "forkserver" if "forkserver" in methods else "spawn"
-                )
-                if "forkserver" in methods:
-                    context.set_forkserver_preload([convert_or_none.__module__])
-                self._pool = ProcessPoolExecutor(self.workers - 1, mp_context=context)
+                preload = [convert_or_none.__module__]
+                self._pool = WorkerPool(self.workers - 1, default_start_method(), preload)
             return self._pool
 
     def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
