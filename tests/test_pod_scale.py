@@ -134,11 +134,11 @@ def test_work_a_pool_cannot_take_is_done_here():
 def test_parallel_export_is_the_serial_one(pod, tmp_path):
     run = pod / "plugins/profile/r"
     outputs = []
-    for workers in ("1", "3"):
+    for workers in ("1", "2", "3"):
         out = tmp_path / f"w{workers}.json"
         run_cli("export", run, "--format", "json", "--workers", workers, "-o", out, check=True)
         outputs.append(out.read_bytes())
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
     files = _files(pod)
     assert render(analyze_files(files, workers=2), "json", files).encode() == outputs[0]
 
@@ -164,8 +164,11 @@ def test_parallel_is_for_many_or_large_hosts(pod, monkeypatch):
     assert analysis.parallel_workers(files) == 1  # small: one process is as fast
     monkeypatch.setattr(analysis, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (0.2, 0, 0), raising=False)
     assert analysis.parallel_workers(files) == 3
     assert analysis.parallel_workers(files[:2]) == 2
+    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (1.7, 0, 0), raising=False)
+    assert analysis.parallel_workers(files) == 1  # a busy machine: no idle core to add
 
 
 def test_all_hosts_makes_no_roofline_per_host(pod, monkeypatch):

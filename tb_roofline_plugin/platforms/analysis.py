@@ -146,16 +146,21 @@ PARALLEL_MIN_BYTES = 16_000_000  # hosts of a run together; below, one process i
 
 
 def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
-    """Processes worth analyzing ``paths`` in: one per available core (at most one per
-    host) when there are several hosts of PARALLEL_MIN_BYTES or more together, else 1."""
+    """Processes worth analyzing ``paths`` in: one per idle core (at most one per host)
+    when there are several hosts of PARALLEL_MIN_BYTES or more together, else 1. A core
+    is idle when the machine's load (the last minute's average of running processes) leaves
+    it: on a busy machine more processes only share the same cores."""
     if len(paths) < 2:
         return 1
     try:
         size = sum(os.path.getsize(p) for p in paths)
     except OSError:
         return 1  # the serial path reports the file
+    if size < PARALLEL_MIN_BYTES:
+        return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(cores or 1, len(paths)) if size >= PARALLEL_MIN_BYTES else 1
+    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(int((cores or 1) - busy + 0.5), len(paths)))
 
 
 class _Failed:
@@ -280,8 +285,16 @@ def _each_host(
         for path in paths:
             yield analyze_file(path, peaks)
         return
+    start_method = start_method or default_start_method()
+    if start_method == "fork":  # the first host here: forked workers have its readers
+        yield analyze_file(paths[0], peaks)  # imported and its programs' op tables read
+        paths = paths[1:]
     processes = min(workers, len(paths)) - 1
-    pool = WorkerPool(processes, start_method or default_start_method(), [__name__])
+    if processes < 1:
+        for path in paths:
+            yield analyze_file(path, peaks)
+        return
+    pool = WorkerPool(processes, start_method, [__name__])
     try:
         yield from shared_in_order(
             len(paths),
