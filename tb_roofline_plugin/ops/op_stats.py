@@ -149,18 +149,18 @@ class HostsCombiner:
         self._steps: HostsStepOps | None = None  # every step number so far, in order
         self._numbers: list[int] = []
         self._seen: dict[int, list] = {}  # step number -> [hosts, complete, duration]
+        self._unattributed: list[OpMetricsDb | None] = []
 
     def add(self, part: OpStats) -> None:
-        if len(self._parts) == 1:
-            first = self._parts[0]
-            self._parts[0] = replace(first, all_db=empty_db(), steps=[], unattributed=None)
-            self._unattributed = [first.unattributed]
-            self._merge(first)
-        if self._parts:
-            self._unattributed.append(part.unattributed)
-            self._merge(part)
-            part = replace(part, all_db=empty_db(), steps=[], unattributed=None)
-        self._parts.append(part)
+        if len(self._parts) == 1:  # a second host: the first one's ops go in now
+            self._parts[0] = self._merged_in(self._parts[0])
+        self._parts.append(self._merged_in(part) if self._parts else part)
+
+    def _merged_in(self, part: OpStats) -> OpStats:
+        """Merges a host's ops into the rows so far; what is left of the host to keep."""
+        self._unattributed.append(part.unattributed)
+        self._merge(part)
+        return replace(part, all_db=empty_db(), steps=[], unattributed=None)
 
     def _merge(self, part: OpStats) -> None:
         block, keys = _db_block([part.all_db]), self._all_keys.of(part.all_db)
@@ -243,16 +243,18 @@ class HostsCombiner:
         chosen = [i for i, num in enumerate(self._numbers) if self._seen[num][0] == hosts]
         if not chosen or self._steps is None:
             return []
-        steps, index = self._steps, np.array(chosen, np.int64)
-        starts, ends = steps.offsets[index], steps.offsets[index + 1]
-        rows = _ranges(starts, ends)
-        table = replace(
-            steps,
-            values={k: v[rows] for k, v in steps.values.items()},
-            op=steps.op[rows],
-            offsets=np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64),
-            total_time_ps=steps.total_time_ps[index],
-        )
+        table = self._steps
+        if len(chosen) < len(self._numbers):
+            index = np.array(chosen, np.int64)
+            starts, ends = table.offsets[index], table.offsets[index + 1]
+            rows = _ranges(starts, ends)
+            table = replace(
+                table,
+                values={k: v[rows] for k, v in table.values.items()},
+                op=table.op[rows],
+                offsets=np.concatenate([[0], np.cumsum(ends - starts)]).astype(np.int64),
+                total_time_ps=table.total_time_ps[index],
+            )
         numbers = [self._numbers[i] for i in chosen]
         complete = [self._seen[num][1] for num in numbers]
         durations = [self._seen[num][2] for num in numbers]
