@@ -142,6 +142,13 @@ def analyze_files(
 
 
 T = TypeVar("T")
+# The readers analyze_file may import: worker processes forked from a server have them.
+READERS = (
+    f"{__package__}.tpu",
+    f"{__package__}.gpu",
+    f"{__package__}.cpu",
+    "tb_roofline_plugin.kineto",
+)
 PARALLEL_MIN_BYTES = 16_000_000  # hosts of a run together; below, one process is as fast
 
 
@@ -294,7 +301,7 @@ def _each_host(
         for path in paths:
             yield analyze_file(path, peaks)
         return
-    pool = WorkerPool(processes, start_method, [__name__])
+    pool = WorkerPool(processes, start_method, [__name__, *READERS])
     try:
         yield from shared_in_order(
             len(paths),

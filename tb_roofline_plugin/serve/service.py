@@ -20,7 +20,7 @@ from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
 from ..peaks.perf_env import PerfEnv
-from ..platforms.analysis import WorkerPool, default_start_method, shared_in_order
+from ..platforms.analysis import READERS, WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
 from ..render.export import complete_json_text, selection_model
@@ -338,7 +338,7 @@ class RooflineService:
         first start pays imports. Never forked from this threaded server itself."""
         with self._lock:
             if self._pool is None:
-                preload = [convert_or_none.__module__]
+                preload = [convert_or_none.__module__, *READERS]
                 self._pool = WorkerPool(self.workers - 1, default_start_method(), preload)
             return self._pool
 
