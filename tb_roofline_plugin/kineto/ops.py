@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents
+from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents, span_order
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
@@ -113,7 +113,7 @@ def nesting(events: TraceEvents) -> Nesting:
     begin, end = events.begin_ns[rows], events.end_ns[rows]
     stride = int(events.end_ns.max()) + 1 if len(events) else 1
     b, e = thread * stride + begin, thread * stride + end
-    order = np.lexsort((b - e, b))
+    order = span_order(b, e)
     b, e = b[order], e[order]
     return Nesting(order, b, e, nesting_parents(b, e), stride, thread_index)
 

@@ -28,7 +28,7 @@ from ..xspace.profile_reader import (
     stat_names,
     stats_dict,
 )
-from .host_steps import valid_step_number
+from .host_steps import valid_step_number, valid_step_numbers
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
@@ -114,17 +114,18 @@ def _steps(plane: Plane) -> list[tuple[int, int, int]]:
     if line is None:
         return []
     events = line_events(plane, line, numeric_stats=("step_num",))
-    steps: list[tuple[int, int, int]] = []
-    for i in np.argsort(events.begin_ps, kind="stable").tolist():
-        num = events.stats["step_num"][i]
-        if not valid_step_number(num):
-            meta = plane.event_metadata.get(int(events.metadata_id[i]))
-            text = meta.name.strip() if meta is not None else ""
-            digits = text.isascii() and text.isdigit()
-            num = int(text) if digits and valid_step_number(int(text)) else len(steps)
-        begin = int(events.begin_ps[i])
-        steps.append((int(num), begin, begin + int(events.duration_ps[i])))
-    return steps
+    order = np.argsort(events.begin_ps, kind="stable")
+    nums = events.stats["step_num"][order]
+    valid = valid_step_numbers(nums)
+    numbers = np.where(valid, nums, 0).astype(np.int64).tolist()
+    for k in np.flatnonzero(~valid).tolist():  # rare: numbered by the event's name or position
+        meta = plane.event_metadata.get(int(events.metadata_id[order[k]]))
+        text = meta.name.strip() if meta is not None else ""
+        digits = text.isascii() and text.isdigit()
+        numbers[k] = int(text) if digits and valid_step_number(int(text)) else k
+    begin = events.begin_ps[order]
+    end = begin + events.duration_ps[order]
+    return list(zip(numbers, begin.tolist(), end.tolist()))
 
 
 def _constant_as_view(values: np.ndarray) -> np.ndarray:

@@ -524,9 +524,78 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(split_message_doc,
+"split_message(buffer, start, end, number, spans=True) -> (spans, rest)\n\n"
+"Walks the fields of the message in buffer[start:end] once: spans lists (start, end) of\n"
+"each length-delimited field `number` (offsets in buffer; None when not asked for), rest\n"
+"is the bytes of every other field, in order (a message protobuf can decode without\n"
+"those fields: a line's header without its events). Raises WireError on malformed input.");
+
+static PyObject *split_message(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *buffer;
+    Py_ssize_t start, stop;
+    unsigned int number;
+    int want_spans = 1;
+    if (!PyArg_ParseTuple(args, "OnnI|p", &buffer, &start, &stop, &number, &want_spans))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *spans = NULL, *rest = NULL, *result = NULL;
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start and end are outside the buffer");
+        goto done;
+    }
+    const uint8_t *base = (const uint8_t *)view.buf;
+    const uint8_t *p = base + start, *end = base + stop;
+    Parser ps = {view.buf, NULL, NULL, 0};
+    spans = want_spans ? PyList_New(0) : Py_NewRef(Py_None);
+    /* The rest is at most the whole message; shrunk to size at the end. */
+    rest = PyBytes_FromStringAndSize(NULL, stop - start);
+    if (spans == NULL || rest == NULL) goto done;
+    char *out = PyBytes_AS_STRING(rest);
+    Py_ssize_t used = 0;
+    while (p < end) {
+        const uint8_t *field_start = p;
+        uint32_t field;
+        int wire;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) goto malformed;
+        if (field == number && wire == WIRE_LEN) {
+            uint64_t length;
+            if (read_length(&ps, &p, end, &length) < 0) goto malformed;
+            if (!want_spans) {
+                p += length;
+                continue;
+            }
+            PyObject *span = Py_BuildValue("(nn)", (Py_ssize_t)(p - base),
+                                           (Py_ssize_t)(p - base + (Py_ssize_t)length));
+            if (span == NULL) goto done;
+            int failed = PyList_Append(spans, span);
+            Py_DECREF(span);
+            if (failed < 0) goto done;
+            p += length;
+            continue;
+        }
+        if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) goto malformed;
+        memcpy(out + used, field_start, (size_t)(p - field_start));
+        used += p - field_start;
+    }
+    if (_PyBytes_Resize(&rest, used) < 0) goto done;
+    result = PyTuple_Pack(2, spans, rest);
+    goto done;
+malformed:
+    PyErr_Format(WireError, "corrupt (%s)", ps.error);
+done:
+    Py_XDECREF(spans);
+    Py_XDECREF(rest);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
+    {"split_message", split_message, METH_VARARGS, split_message_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -538,3 +538,12 @@ class StringCodes:
             order.extend(new.tolist())
         codes = np.concatenate([rank[part] for part in self.parts]) if self.parts else rank[:0]
         return codes, [texts[c] if c >= 0 else None for c in order]
+
+
+def split_message(buf: memoryview, start: int, end: int, number: int, spans: bool = True):
+    """(spans of the length-delimited fields ``number`` or None when not asked for, bytes of
+    the other fields) of the message in ``buf[start:end]``, by the compiled decoder; None
+    without it. Raises ValueError (the decoder's WireError) on malformed input."""
+    if not compiled_decoder():
+        return None
+    return _wire.split_message(buf, start, end, number, spans)

@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..protos import xplane_lite_pb2, xplane_pb2
-from .event_table import line_tables
+from .event_table import line_tables, split_message
 
 UINT64_MASK = (1 << 64) - 1
 TPU_CORE_PLANE = re.compile(r"^/device:TPU:([0-9]+)$")
@@ -80,7 +80,9 @@ class LineView:
                  "raw", "base", "offset")  # fmt: skip
 
     def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
-        header = xplane_lite_pb2.XLineHeader.FromString(raw)
+        # The header without the events (field 4): protobuf would walk them all to skip them.
+        split = _split(raw, 0, len(raw), 4, spans=False)
+        header = xplane_lite_pb2.XLineHeader.FromString(raw if split is None else split[1])
         self.id, self.display_id = header.id, header.display_id
         self.name, self.display_name = header.name, header.display_name
         self.timestamp_ns, self.duration_ps = header.timestamp_ns, header.duration_ps
@@ -106,6 +108,11 @@ class PlaneView:
 
 def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
     """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+    split = _split(buf, start, end, 3)
+    if split is not None:
+        spans, rest_bytes = split
+        lines = [LineView(buf[s:e], base, s) for s, e in spans]
+        return PlaneView(xplane_lite_pb2.XPlaneLite.FromString(rest_bytes), lines)
     rest, lines, pos = bytearray(), [], start
     for number, wire, vstart, vend in _fields(buf, start, end):
         field_end = vend if wire != _WIRE_VARINT else vstart
@@ -156,6 +163,15 @@ class Profile:
 
 class _WireError(Exception):
     pass
+
+
+def _split(buf: memoryview, start: int, end: int, number: int, spans: bool = True):
+    """``split_message`` with its errors as this module's (None without the compiled decoder)."""
+    try:
+        return split_message(buf, start, end, number, spans)
+    except ValueError as exc:
+        message = str(exc)
+        raise _WireError(_PAST_END if "past the end" in message else message) from None
 
 
 def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
