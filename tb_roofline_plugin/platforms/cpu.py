@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique
 from ..hlo.cost.engine import ModuleCosts
 from ..ops.op_metrics import (
     HBM,
@@ -171,7 +172,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     text_name = [name_ids.setdefault(str(t).rsplit("::", 1)[-1], len(name_ids)) for t in texts]
     name_code = np.asarray(text_name, np.int64)[text_code]
     names, width = list(name_ids), max(len(name_ids), 1)
-    program_values, program_code = np.unique(np.concatenate(programs), return_inverse=True)
+    program_values, program_code = unique(np.concatenate(programs), return_inverse=True)
     program_code = program_code.ravel().astype(np.int64)
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique
 from ..ops.op_metrics import MEMORY_SPACES, empty_columns, self_times
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops
@@ -66,10 +67,10 @@ def _split_source(source: str) -> tuple[str, int]:
 def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
     """Per-occurrence cost columns for the distinct ops, and each metadata id's row."""
     names = stat_names(plane)
-    unique = np.unique(metadata_ids)
-    cols = empty_columns(len(unique))
-    keep = np.ones(len(unique), bool)
-    for row, mid in enumerate(unique.tolist()):
+    distinct = unique(metadata_ids)
+    cols = empty_columns(len(distinct))
+    keep = np.ones(len(distinct), bool)
+    for row, mid in enumerate(distinct.tolist()):
         meta = plane.event_metadata.get(mid)
         if meta is None:
             keep[row] = False
@@ -99,8 +100,8 @@ def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]
         cols["source_file"][row] = file_name
         cols["source_line"][row] = line
         cols["source_stack"][row] = as_str(stats.get("source_stack"))
-    rows = np.where(keep, np.arange(len(unique)), -1)
-    return cols, rows[np.searchsorted(unique, metadata_ids)]
+    rows = np.where(keep, np.arange(len(distinct)), -1)
+    return cols, rows[np.searchsorted(distinct, metadata_ids)]
 
 
 def _instruction_name(hlo_text: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ..arrays import unique
 from ..protos import xplane_pb2
 
 _wire: Any
@@ -110,7 +111,7 @@ class EventTable:
         rows = self._rows(stat_id)
         refs = rows[self.stat_kind[rows] == REF]
         if len(refs):
-            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            ids, inverse = unique(self.stat_int[refs], return_inverse=True)
             resolved = np.array([names.get(int(i), "") for i in ids], object)
             values[self.stat_event[refs]] = resolved[inverse]
         for row in rows[self.stat_kind[rows] == STR].tolist():
@@ -129,7 +130,7 @@ class EventTable:
         index: dict[str, int] = {}
         refs = rows[self.stat_kind[rows] == REF]
         if len(refs):
-            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            ids, inverse = unique(self.stat_int[refs], return_inverse=True)
             resolved = [names.get(int(i), "") for i in ids.tolist()]
             id_codes = np.array([index.setdefault(v, len(index)) for v in resolved], np.int64)
             codes[self.stat_event[refs]] = id_codes[inverse.reshape(-1)]
@@ -493,7 +494,7 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
 
 def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(code per element, distinct keys in first-seen order) of an integer array."""
-    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    distinct, first, inverse = unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(order), np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
@@ -531,7 +532,7 @@ class StringCodes:
         rank = np.full(len(texts) + 1, -1, np.int32)  # rank[-1]: the absent value
         order: list[int] = []
         for part in self.parts:
-            distinct, first = np.unique(part, return_index=True)
+            distinct, first = unique(part, return_index=True)
             seen_first = distinct[np.argsort(first, kind="stable")]
             new = seen_first[rank[seen_first] < 0]
             rank[new] = np.arange(len(order), len(order) + len(new), dtype=np.int32)
