@@ -360,3 +360,28 @@ def _varint(value: int) -> bytes:
         value >>= 7
         if not value:
             return bytes(out)
+
+
+@compiled
+@pytest.mark.parametrize("name", [n for n, _ in REAL + GENERATED])
+def test_line_has_stats_answers_whether_a_decoded_event_has_one_of_the_stats(name):
+    profile = decode_profile(dict(REAL + GENERATED)[name], want=lambda name, names: True)
+    answers = []
+    for plane in profile.planes:
+        for line in plane.lines:
+            table = line_table(line)
+            present = set(table.stat_id.tolist())
+            choices = [[*plane.stat_metadata][:1], [*plane.stat_metadata][-2:], [987654]]
+            for wanted in choices + [[table.stat_id[-1]]] if len(table.stat_id) else choices:
+                ids = np.array(wanted, np.uint64)
+                found = event_table._wire.line_has_stats(line.raw, 0, len(line.raw), ids)
+                assert found == bool(present & set(wanted)), (plane.name, line.name, wanted)
+                answers.append(found)
+    assert True in answers and False in answers
+
+
+@compiled
+def test_line_has_stats_answers_true_for_a_malformed_line():
+    line = _line(b"\x08\x01", b"\x22\x05\x08")  # a stat running past its event
+    raw = line.SerializeToString()
+    assert event_table._wire.line_has_stats(raw, 0, len(raw), np.array([5], np.uint64))

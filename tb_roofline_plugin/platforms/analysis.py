@@ -10,7 +10,6 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
-from ..kineto import analyze_trace
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats, combine_hosts
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
@@ -105,6 +104,8 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
     """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name);
     an XSpace file's bytes are let go as soon as the lines are read."""
     if is_pytorch_trace(path):
+        from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
+
         return analyze_trace(path, peaks)
     profile = read_profile(path, release_lines=True)
     return analyze_decoded(profile, os.fspath(path), peaks)

@@ -449,10 +449,16 @@ def _varint_bytes(value: int) -> bytes:
 def may_have_stats(line, stat_ids: list[int | None]) -> bool:
     """False when no event of the line can carry any of these stats (a cheap byte search).
 
-    Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a
-    false positive only costs decoding the line. Lines of full XLine messages: True.
+    The compiled decoder walks the events' stats without decoding them (exact, malformed
+    lines True). Otherwise looks for the stat's ``metadata_id`` field (tag 0x08 and the id)
+    in the raw events; a false positive only costs decoding the line. Lines of full XLine
+    messages: True.
     """
     raw = getattr(line, "raw", None)  # a LineView: search the line's bytes in the file
+    wanted = [i for i in stat_ids if i is not None]
+    if raw is not None and compiled_decoder():  # exact: the stats' ids, event by event
+        ids = np.array([i & 0xFFFF_FFFF_FFFF_FFFF for i in wanted], np.uint64)
+        return bool(wanted) and _wire.line_has_stats(raw, 0, len(raw), ids)
     if raw is not None and getattr(line, "base", None) is not None:
         span = (line.offset, line.offset + len(raw))
         needles = [b"\x08" + _varint_bytes(i) for i in stat_ids if i is not None]
