@@ -9,6 +9,34 @@
 // (index.js?plotly=7.1.0), so the library's URL is versioned and the browser keeps it, and its
 // compiled code, for a year.
 
+// Every module app.js needs, directly or not, fetched at once (modulepreload) instead of one
+// level of imports after another (tests/test_frontend_scale.py checks the list is complete).
+export const MODULES = [
+  'api.js',
+  'app.js',
+  'charts.js',
+  'columns.js',
+  'compare.js',
+  'device.js',
+  'dom.js',
+  'export.js',
+  'filters.js',
+  'format.js',
+  'guidance.js',
+  'model.js',
+  'model_view.js',
+  'pager.js',
+  'peaks.js',
+  'plotly.js',
+  'roofs.js',
+  'sidebar.js',
+  'state.js',
+  'step_picker.js',
+  'table.js',
+  'theme.js',
+  'timing.js',
+];
+
 const PLOTLY_VERSION = new URL(import.meta.url).searchParams.get('plotly');
 const PLOTLY_URL = PLOTLY_VERSION
   ? `./static/plotly.min.js?v=${encodeURIComponent(PLOTLY_VERSION)}`
@@ -20,6 +48,12 @@ export async function render() {
   preload.as = 'script';
   preload.href = PLOTLY_URL;
   document.head.append(preload);
+  for (const name of MODULES) {
+    const link = document.createElement('link');
+    link.rel = 'modulepreload';
+    link.href = `./static/${name}`;
+    document.head.append(link);
+  }
   const style = document.createElement('link');
   style.rel = 'stylesheet';
   style.href = './static/style.css';

@@ -6,6 +6,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import threading
 
 import plotly
@@ -385,3 +386,16 @@ def test_frontend_modules_revalidate_with_an_etag_of_the_version_and_file(
     # A missing file is still the JSON 404, with nosniff.
     missing = client.get(f"{BASE}/static/gone.js", headers={"If-None-Match": first.headers["ETag"]})
     assert missing.status_code == 404 and json.loads(missing.get_data())["error"]
+
+
+def test_index_preloads_every_module_of_the_frontend():
+    """index.js fetches the whole module graph at once (modulepreload): its list must name
+    every module but itself, or a new module is fetched one level of imports late."""
+    folder = plugin_module.frontend_dir()
+    with open(os.path.join(folder, "index.js"), encoding="utf-8") as f:
+        text = f.read()
+    listed = re.search(r"export const MODULES = \[(.*?)\];", text, re.S)
+    assert listed, "index.js has no MODULES list"
+    names = re.findall(r"'([A-Za-z0-9_]+\.js)'", listed.group(1))
+    modules = {n for n in os.listdir(folder) if n.endswith(".js") and n != "index.js"}
+    assert sorted(names) == names and set(names) == modules
