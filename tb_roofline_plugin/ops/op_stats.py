@@ -44,6 +44,14 @@ class StepInfo:
         assert self.table is not None  # a StepInfo has its db or its table
         return self.table.db(self.index)
 
+    @property
+    def holds_ops(self) -> bool:
+        """True when an op ran in the step (IDLE aside); read without making the step's db."""
+        if self._db is None and self.table is not None:
+            begin, end = self.table.offsets[self.index], self.table.offsets[self.index + 1]
+            return bool((self.table.values["occurrences"][begin:end] > 0).any())
+        return bool((self.db.occurrences > 0).any())
+
     def __repr__(self) -> str:
         return f"StepInfo(step_num={self.step_num}, complete={self.complete})"
 
@@ -70,6 +78,22 @@ def step_nbytes(steps: list[StepInfo]) -> int:
     own = [s._db for s in steps if s._db is not None]
     numeric = sum(v.nbytes for db in own for v in db.__dict__.values() if hasattr(v, "nbytes"))
     return sum(t.nbytes for t in tables.values()) + numeric
+
+
+def steps_without_ops_note(stats: OpStats) -> str | None:
+    """One line when the profile has steps and ops but none of its steps holds an op (every
+    op ran, or was launched, outside the steps), else None."""
+    if not stats.steps or not (stats.all_db.occurrences > 0).any():
+        return None
+    if any(s.holds_ops for s in stats.steps):
+        return None
+    numbers = sorted(s.step_num for s in stats.steps)
+    if len(numbers) == 1:
+        return f"Step {numbers[0]} holds no op: every op ran outside it; only Total shows the ops."
+    return (
+        f"None of the {len(numbers):,} steps ({numbers[0]:,}–{numbers[-1]:,}) holds an op: "
+        "every op ran outside the steps; only Total shows the ops."
+    )
 
 
 def sum_steps(steps: list[StepInfo]) -> OpMetricsDb:

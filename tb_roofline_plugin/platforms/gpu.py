@@ -373,7 +373,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         if unclaimed[0]:
             stats.notes.append(
-                f"{unclaimed[0]} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
+                f"{unclaimed[0]:,} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
                 "every step; they count in Total only."
             )
     return stats
