@@ -41,6 +41,7 @@ export class App {
 
   async start() {
     show(this.modelNode, status('loading', 'Looking for profiles…'));
+    const peaksLoaded = this.loadPeaksChoices(); // at the same time as the runs
     try {
       state.runs = await api.runs();
     } catch (err) {
@@ -60,7 +61,7 @@ export class App {
     const saved = restore();
     state.tool = saved.tool === 'compare' ? 'compare' : 'model';
     state.include = saved.include !== false;
-    await this.loadPeaksChoices();
+    await peaksLoaded;
     state.peaks = validPeaks(this.peaksChoices).includes(saved.peaks) ? saved.peaks : '';
     if (this.peaksChoices && this.peaksChoices.calibration.state === 'running')
       this.pollCalibration();

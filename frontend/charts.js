@@ -219,6 +219,24 @@ export function programFigure({
       meta: {kind: 'program-points'},
     });
   }
+  // The selected step (or Total, or Average) ringed on top of everything, always drawn.
+  const chosen = shown.find((p) => p.step === selectedStep);
+  traces.push({
+    type: 'scatter',
+    mode: 'markers',
+    name: 'Selected',
+    showlegend: Boolean(chosen),
+    hoverinfo: 'skip',
+    x: chosen ? [chartIntensity(chosen.record)] : [],
+    y: chosen ? [chosen.record.measured_flop_rate * G] : [],
+    marker: {
+      symbol: 'circle-open',
+      size: 26,
+      color: c.highlight,
+      line: {width: 3, color: c.highlight},
+    },
+    meta: {kind: 'program-selected', step: chosen ? chosen.step : ''},
+  });
   const layout = baseLayout(range, c, {annotations, showlegend: true});
   layout.legend = {...layout.legend, orientation: 'h', x: 0, y: 1.02, yanchor: 'bottom'};
   layout.margin = {...layout.margin, t: 28};
@@ -319,6 +337,7 @@ const CONFIG = {
  */
 export async function plot(Plotly, node, figure, handlers = {}, filename = 'roofline') {
   const config = {...CONFIG, toImageButtonOptions: {filename, scale: 2}};
+  for (const pending of node.querySelectorAll(':scope > .chart-pending')) pending.remove();
   const drawn = Plotly.react(node, figure.data, figure.layout, config);
   // Plotly has set up node.on synchronously; plotly_afterplot comes just before `drawn`
   // resolves, so listeners attached here see the first one.

@@ -111,6 +111,45 @@ export function programPoints(totalData, include) {
   return points.sort((a, b) => order(a) - order(b));
 }
 
+export const MAX_PROGRAM_STEPS = 300; // step points the program chart draws, at most about
+
+/**
+ * The program points the chart draws. Up to `max` steps: all. Past it, the steps are cut into
+ * about `max` runs of consecutive steps and each run is drawn as its median-time step (a real
+ * step, its label saying which run it stands for), plus the slowest and the fastest step and
+ * the selected one, so outliers and the choice stay visible. Total and Average always.
+ * Returns {points, runLength} (runLength 1: every step drawn).
+ */
+export function chartProgramPoints(points, selectedStep, max = MAX_PROGRAM_STEPS) {
+  const isStep = (p) => p.step !== 'total' && p.step !== 'average';
+  const steps = points.filter(isStep);
+  if (steps.length <= max) return {points, runLength: 1};
+  const runLength = Math.ceil(steps.length / max);
+  const time = (p) => p.record.total_time_in_us || 0;
+  const byTime = (a, b) => time(a) - time(b) || Number(a.step) - Number(b.step);
+  const kept = new Map(); // point -> label
+  for (let i = 0; i < steps.length; i += runLength) {
+    const run = steps.slice(i, i + runLength);
+    const median = [...run].sort(byTime)[Math.floor((run.length - 1) / 2)];
+    const span = `${run[0].step}–${run[run.length - 1].step}`;
+    kept.set(median, `${median.label} (median of steps ${span})`);
+  }
+  const sorted = [...steps].sort(byTime);
+  const extremes = [
+    [sorted[sorted.length - 1], 'slowest step'],
+    [sorted[0], 'fastest step'],
+  ];
+  for (const [p, what] of extremes) kept.set(p, `${p.label} (${what})`);
+  const selected = steps.find((p) => p.step === String(selectedStep));
+  if (selected && !kept.has(selected)) kept.set(selected, selected.label);
+  return {
+    points: points
+      .filter((p) => !isStep(p) || kept.has(p))
+      .map((p) => (kept.has(p) ? {...p, label: kept.get(p)} : p)),
+    runLength,
+  };
+}
+
 // Record field holding each memory's bandwidth (GiB/s); null: the profile has no byte counts.
 const MEMORY_FIELD = {
   HBM: 'hbm_bw',

@@ -13,6 +13,7 @@ import {
   applyFilters,
   boundByLabel,
   chartIntensity,
+  chartProgramPoints,
   distinct,
   mainMemory,
   opRows,
@@ -22,11 +23,31 @@ import {
   selectionRecords,
 } from './model.js';
 import {noRoofsNote} from './peaks.js';
+import {pageCount, pager} from './pager.js';
 import {loadPlotly} from './plotly.js';
-import {selectionLabel} from './state.js';
+import {selectionLabel, stepsWithoutOps} from './state.js';
 import {SortableTable} from './table.js';
 import {colors, onThemeChange} from './theme.js';
 import {markOnce, markPaint} from './timing.js';
+
+export const STEP_TABLE_PAGE = 50; // step rows of the program table per page
+
+const isStepPoint = (p) => p.step !== 'total' && p.step !== 'average';
+const stepCount = (points) => points.filter(isStepPoint).length;
+
+/** After paging: focus back on the button used, or on its opposite once it is disabled. */
+function focusPager(container, id) {
+  const opposite = {first: 'next', prev: 'next', next: 'prev', last: 'prev'};
+  const suffix = id.split('-').pop();
+  const again = container.querySelector(`#${id}`);
+  const other = container.querySelector(`#${id.replace(/[a-z]+$/, opposite[suffix] || '')}`);
+  for (const node of [again, other]) {
+    if (node && !node.disabled) {
+      node.focus();
+      return;
+    }
+  }
+}
 
 export class ModelView {
   /**
@@ -69,16 +90,18 @@ export class ModelView {
         `Loading the roofline of ${label}… (the first load of a large profile can take a while)`,
       ),
     );
+    // Everything but the charts is drawn as soon as the data is here; the charts when the
+    // chart library (loading since the page started) is ready too.
+    const plotly = this.Plotly ? Promise.resolve(this.Plotly) : loadPlotly();
+    plotly.catch(() => {}); // said in the charts' places below
     let data;
     let total;
-    let Plotly;
     try {
-      [data, total, Plotly] = await Promise.all([
+      [data, total] = await Promise.all([
         api
           .roofline(sel.run, sel.host, sel.step, sel.peaks)
           .then((d) => (markOnce('dataLoadedMs'), d)),
         api.roofline(sel.run, sel.host, 'total', sel.peaks),
-        loadPlotly(),
       ]);
     } catch (err) {
       if (token !== this.token) return;
@@ -94,7 +117,6 @@ export class ModelView {
       return;
     }
     if (token !== this.token) return;
-    this.Plotly = Plotly;
     this.data = data;
     this.total = total;
     const {program, ops} = selectionRecords(data, sel.step, sel.include);
@@ -115,8 +137,21 @@ export class ModelView {
         .filter((m) => m.noBytes)
         .map((m) => [m.name, 'no byte counts in profile']),
     );
+    this.stepPage = null; // the program table opens on the selected step's page
     this.build(label, memoryNotes);
-    markOnce('builtMs');
+    if (this.rows.length) this.applyRows();
+    this.showPrograms();
+    markOnce('panelShownMs');
+    try {
+      this.Plotly = await plotly;
+    } catch (err) {
+      if (token !== this.token) return;
+      for (const node of [this.opChart, this.programChart])
+        if (node) show(node, status('error', 'The charts could not be drawn.', err.message));
+      this.container.dataset.state = 'ready';
+      return;
+    }
+    if (token !== this.token) return;
     await this.draw(token);
     if (token !== this.token) return;
     this.container.dataset.state = 'ready';
@@ -167,12 +202,16 @@ export class ModelView {
         this.selectedKey = '';
         this.refresh();
       });
-      this.opChart = el('div', {
-        class: 'chart op-chart',
-        id: 'op-chart',
-        role: 'figure',
-        'aria-label': 'Op-level roofline chart',
-      });
+      this.opChart = el(
+        'div',
+        {
+          class: 'chart op-chart',
+          id: 'op-chart',
+          role: 'figure',
+          'aria-label': 'Op-level roofline chart',
+        },
+        this.pendingChart(),
+      );
       this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
       this.peaksNote = el('div', {class: 'peaks-note'});
       this.renderPeaksNote();
@@ -246,12 +285,16 @@ export class ModelView {
         ),
       );
     }
-    this.programChart = el('div', {
-      class: 'chart program-chart',
-      id: 'program-chart',
-      role: 'figure',
-      'aria-label': 'Program-level roofline chart',
-    });
+    this.programChart = el(
+      'div',
+      {
+        class: 'chart program-chart',
+        id: 'program-chart',
+        role: 'figure',
+        'aria-label': 'Program-level roofline chart',
+      },
+      this.pendingChart(),
+    );
     this.programInfo = el('div', {class: 'notes'});
     this.stepTable = el('div', {class: 'step-table'});
     parts.push(
@@ -275,6 +318,14 @@ export class ModelView {
       ),
     );
     show(this.container, parts);
+  }
+
+  /** Stands in a chart's place until the chart library is ready (removed by `plot`). */
+  pendingChart() {
+    if (this.Plotly) return null;
+    const node = status('loading', 'Loading the chart library…');
+    node.classList.add('chart-pending');
+    return node;
   }
 
   /** The peaks the tab can offer changed (e.g. a measurement of this machine progressed). */
@@ -309,12 +360,18 @@ export class ModelView {
 
   /** The op chart first (what the user came for), then the program chart. */
   async draw(token) {
-    if (this.rows.length) await this.refresh(token);
-    if (token === this.token) await this.drawPrograms();
+    if (this.rows.length) await this.drawOps(token);
+    if (token === this.token) await this.plotPrograms();
   }
 
   /** Re-applies the filters to the chart, the notes and the table. */
   async refresh(token = this.token) {
+    this.applyRows();
+    await this.drawOps(token);
+  }
+
+  /** The filters applied to the table and the notes (the chart is `drawOps`). */
+  applyRows() {
     const rows = this.filtered();
     this.shownRows = rows;
     const tableRows = this.boxKeys ? rows.filter((row) => this.boxKeys.has(row.key)) : rows;
@@ -325,7 +382,6 @@ export class ModelView {
     this.tableInfo.textContent = `${tableRows.length} of ${this.rows.length} ops shown`;
     this.updateNotes(rows);
     this.updateBoxNote(tableRows.length);
-    await this.drawOps(token);
   }
 
   updateNotes(rows) {
@@ -401,7 +457,7 @@ export class ModelView {
   }
 
   async drawOps(token = this.token) {
-    if (!this.opChart || token !== this.token) return;
+    if (!this.opChart || !this.Plotly || token !== this.token) return;
     const figure = opFigure({
       rows: this.shownRows,
       program: this.program,
@@ -458,6 +514,7 @@ export class ModelView {
     this.table.select(key, {scroll: fromChart});
     const row = this.rows.find((r) => r.key === key);
     const gd = this.opChart;
+    if (!this.Plotly) return; // the chart draws the ring when it comes
     const index =
       gd && gd.data ? gd.data.findIndex((t) => t.meta && t.meta.kind === 'highlight') : -1;
     if (index < 0) return;
@@ -473,10 +530,13 @@ export class ModelView {
     );
   }
 
-  async drawPrograms() {
+  /** The program points of this selection's profile: Total, Average step, each step. */
+  programPointsOf() {
     const steps = this.total.steps || [];
-    const incomplete = new Set(steps.filter((s) => !s.complete).map((s) => String(s.step_num)));
     let points = programPoints(this.total, this.sel.include);
+    // No step holds an op (every op ran outside the steps): Total only, said once by the
+    // device panel's note, instead of a zero row per step.
+    if (stepsWithoutOps({steps})) return points.filter((p) => p.step === 'total');
     if (this.averageProgram && !points.some((p) => p.step === 'average')) {
       points = [
         points[0],
@@ -485,8 +545,21 @@ export class ModelView {
       ].filter(Boolean);
     }
     // A profile without steps still has an all-zero average row (as XProf): not a point.
-    points = points.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
+    return points.filter((p) => p.step !== 'average' || (p.record.total_time_in_us || 0) > 0);
+  }
+
+  /** The program notes and table (everything of the program section but its chart). */
+  showPrograms() {
+    const steps = this.total.steps || [];
+    const withoutOps = stepsWithoutOps({steps});
+    const incomplete = new Set(
+      withoutOps ? [] : steps.filter((s) => !s.complete).map((s) => String(s.step_num)),
+    );
+    const points = this.programPointsOf();
+    const chart = chartProgramPoints(points, this.sel.step);
     this.programPointsShown = points;
+    this.programChartPoints = chart.points;
+    this.incomplete = incomplete;
     const unplaced = points.filter((p) => !plottable(p.record));
     const info = [];
     if (!steps.length) {
@@ -495,6 +568,18 @@ export class ModelView {
           class: 'note',
           'data-note': 'no-steps',
           text: 'No step markers in this profile: only the whole-profile point (Total) is shown.',
+        }),
+      );
+    }
+    if (chart.runLength > 1) {
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'steps-thinned',
+          text:
+            `${num(stepCount(chart.points))} of ${num(stepCount(points))} steps on the chart: the median-time ` +
+            `step of each run of ${chart.runLength} consecutive steps, the slowest, the fastest and the ` +
+            'selected step. The table lists every step.',
         }),
       );
     }
@@ -521,6 +606,12 @@ export class ModelView {
     }
     show(this.programInfo, info);
     this.renderStepTable(points, incomplete);
+  }
+
+  /** The program chart (Plotly ready). */
+  async plotPrograms() {
+    if (!this.Plotly || !this.programChart) return;
+    const points = this.programChartPoints;
     const roofs = roofModel(
       this.total.device || {},
       points.map((p) => p.record),
@@ -533,7 +624,7 @@ export class ModelView {
         roofs,
         colors: colors(),
         selectedStep: this.sel.step,
-        incomplete,
+        incomplete: this.incomplete,
         memory: this.memory,
       }),
       {
@@ -547,9 +638,27 @@ export class ModelView {
     );
   }
 
+  async drawPrograms() {
+    this.showPrograms();
+    await this.plotPrograms();
+  }
+
+  /**
+   * The program table: Total and Average on every page, then one page of steps (the selected
+   * step's page until the user pages), with page controls past one page.
+   */
   renderStepTable(points, incomplete) {
+    const fixed = points.filter((p) => !isStepPoint(p));
+    const steps = points.filter(isStepPoint);
+    const pages = pageCount(steps.length, STEP_TABLE_PAGE);
+    if (this.stepPage === null || this.stepPage >= pages) {
+      const at = steps.findIndex((p) => p.step === this.sel.step);
+      this.stepPage = at < 0 ? 0 : Math.floor(at / STEP_TABLE_PAGE);
+    }
+    const start = this.stepPage * STEP_TABLE_PAGE;
+    const shown = [...fixed, ...steps.slice(start, start + STEP_TABLE_PAGE)];
     const head = ['Step', 'Time', 'Performance', 'FLOP/byte', 'Bound by', 'Efficiency'];
-    const body = points.map((p) => {
+    const body = shown.map((p) => {
       const r = p.record;
       const chosen = p.step === this.sel.step;
       const tr = el(
@@ -578,24 +687,38 @@ export class ModelView {
       });
       return tr;
     });
-    show(
-      this.stepTable,
+    const table = el(
+      'table',
+      {class: 'data-table compact', id: 'step-table'},
+      el('caption', {class: 'sr-only', text: 'Program per step; choose a row to show that step'}),
       el(
-        'table',
-        {class: 'data-table compact'},
-        el('caption', {class: 'sr-only', text: 'Program per step; choose a row to show that step'}),
+        'thead',
+        {},
         el(
-          'thead',
+          'tr',
           {},
-          el(
-            'tr',
-            {},
-            head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})),
-          ),
+          head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})),
         ),
-        el('tbody', {}, body),
       ),
+      el('tbody', {}, body),
     );
+    const paging =
+      pages > 1
+        ? pager({
+            id: 'step-pager',
+            page: this.stepPage,
+            pages,
+            label: 'Pages of steps',
+            text: `Steps ${num(start + 1)}–${num(Math.min(start + STEP_TABLE_PAGE, steps.length))} of ${num(steps.length)}`,
+            onPage: (page) => {
+              const focused = document.activeElement ? document.activeElement.id : '';
+              this.stepPage = page;
+              this.renderStepTable(points, incomplete);
+              focusPager(this.stepTable, focused);
+            },
+          })
+        : null;
+    show(this.stepTable, paging, el('div', {class: 'step-table-scroll'}, table));
   }
 
   /** GPU totals have no AVERAGE_STEP Program row: fetch the average selection's Program. */
@@ -603,6 +726,7 @@ export class ModelView {
     const steps = this.total.steps || [];
     if (
       !steps.some((s) => s.complete) ||
+      stepsWithoutOps({steps}) ||
       programPoints(this.total, this.sel.include).some((p) => p.step === 'average')
     )
       return;

@@ -4,14 +4,20 @@
 
 import {markOnce} from './timing.js';
 
+let url = './static/plotly.min.js';
 let loading = null;
+
+/** The URL to load the bundle from (index.js's versioned one); call before loadPlotly(). */
+export function usePlotlyUrl(versioned) {
+  url = versioned;
+}
 
 export function loadPlotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (loading) return loading;
   loading = new Promise((resolve, reject) => {
     const script = document.createElement('script');
-    script.src = './static/plotly.min.js';
+    script.src = url;
     script.async = true;
     script.addEventListener('load', () => {
       markOnce('plotlyLoadedMs');

@@ -4,7 +4,8 @@
 import {checkboxField, el, selectField, show} from './dom.js';
 import {stepsPhrase} from './format.js';
 import {peaksField} from './peaks.js';
-import {stepOptions} from './state.js';
+import {stepsWithoutOps} from './state.js';
+import {stepPicker} from './step_picker.js';
 
 export const TOOLS = [
   ['model', 'Roofline Model'],
@@ -17,6 +18,7 @@ function hostOptions(hosts) {
 
 function stepNote(steps) {
   if (!steps) return null;
+  if (stepsWithoutOps(steps)) return null; // the device panel's note says why: only Total
   if (!steps.has_step_markers)
     return el('p', {
       class: 'hint',
@@ -45,8 +47,11 @@ function sideFields(side, label, choice, lists, on) {
     selectField('Host', hostOptions(lists.hosts), choice.host, (v) => on.host(side, v), {
       id: `${prefix}host`,
     }),
-    selectField('Step', stepOptions(lists.steps), choice.step, (v) => on.step(side, v), {
+    stepPicker({
       id: `${prefix}step`,
+      steps: lists.steps,
+      value: choice.step,
+      onChange: (v) => on.step(side, v),
     }),
   );
 }
@@ -74,7 +79,7 @@ export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null
     parts.push(
       selectField('Run', s.runs, s.run, on.run, {id: 'run-select'}),
       selectField('Host', hostOptions(s.hosts), s.host, on.host, {id: 'host-select'}),
-      selectField('Step', stepOptions(s.steps), s.step, on.step, {id: 'step-select'}),
+      stepPicker({id: 'step-select', steps: s.steps, value: s.step, onChange: on.step}),
       stepNote(s.steps),
       checkboxField('Include infeed / outfeed ops', s.include, on.include, {id: 'include-toggle'}),
     );

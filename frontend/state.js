@@ -48,15 +48,34 @@ export function remember() {
   }
 }
 
-/** The step choices of the Step select: Total, Average (when there are complete steps), each step. */
-export function stepOptions(steps) {
+/**
+ * The steps the tab offers, by step number: every step, or none when no step holds an op
+ * (every op ran outside the steps: only Total shows them).
+ */
+export function listedSteps(steps) {
   const list = (steps && steps.steps) || [];
+  if (stepsWithoutOps(steps)) return [];
+  return [...list].sort((a, b) => a.step_num - b.step_num);
+}
+
+/** True when the profile has steps but none of them holds an op (the `holds_ops` flags). */
+export function stepsWithoutOps(steps) {
+  const list = (steps && steps.steps) || [];
+  return list.length > 0 && list.every((s) => s.holds_ops === false);
+}
+
+/** Every step choice: Total, Average (when there are complete steps), each listed step. */
+export function stepOptions(steps) {
+  const list = listedSteps(steps);
   const options = [['total', 'Total (whole profile)']];
   if (list.some((s) => s.complete)) options.push(['average', 'Average step']);
-  for (const s of list) {
-    options.push([String(s.step_num), `Step ${s.step_num}${s.complete ? '' : ' (incomplete)'}`]);
-  }
+  for (const s of list) options.push([String(s.step_num), stepText(s)]);
   return options;
+}
+
+/** "Step 3", "Step 0 (incomplete)". */
+export function stepText(s) {
+  return `Step ${s.step_num}${s.complete ? '' : ' (incomplete)'}`;
 }
 
 /** A label for a selection: "run · host · step 3". */

@@ -76,3 +76,21 @@ def test_kineto_benchmark_measures_the_plain_and_gzipped_trace(tmp_path, capsys)
         ours_s, ours_mib, json_s = float(row[3]), float(row[4]), float(row[5])
         assert 0 < ours_s < 60 and ours_mib > 10 and 0 < json_s < 60
         assert row[7:11] == ["-", "-", "-", "-"]  # no HTA
+
+
+def test_browser_benchmark_prints_each_figure_with_its_target(capsys):
+    """benchmarks/browser.py's report (its Chromium runs are the browser tests' business):
+    the median first paint of each load, its target and whether it was met."""
+    script = RUN.parent / "browser.py"
+    spec = importlib.util.spec_from_file_location("bench_browser", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = {
+        "cold": [{"opChartFirstPaintMs": ms, "plotlyLoadedMs": 900.0} for ms in (2600, 2000, 2100)],
+        "warm": [{"opChartFirstPaintMs": ms} for ms in (1300.0, 1100.0)],
+    }
+    assert module._report("plugin page", found, module.TARGETS_S) is False
+    out = capsys.readouterr().out
+    assert "cold: op chart first paint  2.10 s (median of 3: 2.60 2.00 2.10)" in out
+    assert "target <= 2.5 s: met" in out and "target <= 1.0 s: NOT MET" in out
+    assert "plotlyLoaded 0.90" in out

@@ -183,3 +183,26 @@ def test_an_op_ends_at_the_first_end_event_of_its_flow_after_it_starts():
         250,
         310,  # no flow stat: its own end
     ]
+
+
+def test_flight_ends_of_unique_end_ids_equal_the_general_matching():
+    from tb_roofline_plugin.platforms import cpu
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    begin = np.sort(rng.integers(0, 10**9, n))
+    end = begin + rng.integers(1, 10**5, n)
+    flow = rng.permutation(n * 2)[:n].astype(np.int64)  # ids of the ops, some without an end
+    has_flow = rng.random(n) < 0.9
+    flow_ids = rng.permutation(flow)[: n - 300]  # unique end ids
+    position = {int(f): i for i, f in enumerate(flow)}
+    flow_end = np.array([end[position[int(f)]] for f in flow_ids]) + rng.integers(
+        -(10**5), 10**6, len(flow_ids)
+    )
+    fast = cpu.flight_ends(begin, end, flow, has_flow, flow_ids, flow_end)
+    assert cpu._unique_flow_ends(begin, flow, flow_ids, flow_end) is not None  # the fast path
+    repeated = np.concatenate([flow_ids, [flow_ids[0]]])  # one repeated id: the general path
+    general = cpu.flight_ends(begin, end, flow, has_flow, repeated, np.append(flow_end, -(10**12)))
+    assert cpu._unique_flow_ends(begin, flow, repeated, np.append(flow_end, -(10**12))) is None
+    assert np.array_equal(fast, general)
+    assert (fast > end).sum() > 100 and (fast == end).sum() > 100  # both kinds of op

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import re
 import threading
 
+import plotly
 import pytest
 from conftest import run_cli
 from tensorboard.backend import application  # noqa: E402  (after our imports: warnings)
@@ -16,7 +19,8 @@ from werkzeug import test as wtest
 from werkzeug import wrappers
 
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace
-from tb_roofline_plugin.serve.plugin import RooflinePlugin
+from tb_roofline_plugin.serve import plugin as plugin_module
+from tb_roofline_plugin.serve.plugin import RooflinePlugin, plotly_js_path
 from tb_roofline_plugin.serve.service import RooflineService
 
 BASE = "/data/plugin/roofline"
@@ -184,8 +188,9 @@ def test_plugin_entry_and_listing(logdir):
     entry = listing["roofline"]
     assert entry["enabled"] is True
     assert entry["tab_name"] in ("Profile", "Roofline")
+    # The module's URL names the plotly version: the tab asks for plotly by a versioned URL.
     assert entry["loading_mechanism"]["module_path"].endswith(
-        "/data/plugin/roofline/static/index.js"
+        f"/data/plugin/roofline/static/index.js?plotly={plotly.__version__}"
     )
     assert plugin.is_active()
 
@@ -316,7 +321,81 @@ def test_all_hosts_keep_the_per_dtype_peaks(logdir):
     assert both["device"]["dtype_peak_gflops"] == one["device"]["dtype_peak_gflops"]
 
 
-def test_frontend_modules_are_not_cached_but_plotly_is(logdir):
+def test_plotly_is_kept_a_year_under_its_versioned_url_and_revalidates_with_304(logdir):
     client, _ = _client(logdir)
-    assert "max-age" not in client.get(f"{BASE}/static/index.js").headers.get("Cache-Control", "")
-    assert "max-age=3600" in client.get(f"{BASE}/static/plotly.min.js").headers["Cache-Control"]
+    url = f"{BASE}/static/plotly.min.js?v={plotly.__version__}"
+    with open(plotly_js_path(), "rb") as f:
+        original = f.read()
+    response = client.get(url, headers={"Accept-Encoding": "gzip"})
+    assert response.status_code == 200 and response.mimetype == "text/javascript"
+    assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert response.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(response.get_data()) == original
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Vary"] == "Accept-Encoding"
+    etag, modified = response.headers["ETag"], response.headers["Last-Modified"]
+    assert etag.startswith('"') and etag.endswith('"') and len(etag) > 10
+    # A client without gzip gets the same bytes, plain.
+    plain = client.get(url)
+    assert plain.get_data() == original and "Content-Encoding" not in plain.headers
+    assert plain.headers["ETag"] == etag
+    # Revalidation: 304, no body, the same validators and caching.
+    for headers in ({"If-None-Match": etag}, {"If-Modified-Since": modified}):
+        again = client.get(url, headers=headers)
+        assert again.status_code == 304 and again.get_data() == b"", headers
+        assert again.headers["ETag"] == etag
+        assert again.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert again.headers["X-Content-Type-Options"] == "nosniff"
+    assert client.get(url, headers={"If-None-Match": '"other"'}).status_code == 200
+    # Any other URL of it (no version, another version) is revalidated on every use.
+    for other in (f"{BASE}/static/plotly.min.js", f"{BASE}/static/plotly.min.js?v=0.0.1"):
+        response = client.get(other)
+        assert response.status_code == 200 and response.headers["Cache-Control"] == "no-cache"
+        assert response.headers["ETag"] == etag
+
+
+def test_frontend_modules_revalidate_with_an_etag_of_the_version_and_file(
+    logdir, tmp_path, monkeypatch
+):
+    """Our modules: `no-cache` and an ETag, so a page load costs a 304 per module; an edit
+    (a new modification time) is a new ETag, so the browser gets the new file."""
+    client, _ = _client(logdir)
+    response = client.get(f"{BASE}/static/index.js")
+    assert response.headers["Cache-Control"] == "no-cache" and "max-age" not in str(
+        response.headers
+    )
+    etag = response.headers["ETag"]
+    again = client.get(f"{BASE}/static/index.js", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.get_data() == b""
+    assert again.headers["Cache-Control"] == "no-cache"
+    assert client.get(f"{BASE}/static/style.css").headers["ETag"] != etag
+
+    frontend = tmp_path / "frontend"
+    frontend.mkdir()
+    module = frontend / "index.js"
+    module.write_text("export async function render() {}\n")
+    os.utime(module, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    monkeypatch.setattr(plugin_module, "frontend_dir", lambda: str(frontend))
+    first = client.get(f"{BASE}/static/index.js")
+    assert first.get_data() == module.read_bytes()
+    module.write_text("export async function render() { return 1; }\n")
+    os.utime(module, ns=(1_700_000_001_000_000_000, 1_700_000_001_000_000_000))
+    edited = client.get(f"{BASE}/static/index.js", headers={"If-None-Match": first.headers["ETag"]})
+    assert edited.status_code == 200 and edited.get_data() == module.read_bytes()
+    assert edited.headers["ETag"] != first.headers["ETag"]
+    # A missing file is still the JSON 404, with nosniff.
+    missing = client.get(f"{BASE}/static/gone.js", headers={"If-None-Match": first.headers["ETag"]})
+    assert missing.status_code == 404 and json.loads(missing.get_data())["error"]
+
+
+def test_index_preloads_every_module_of_the_frontend():
+    """index.js fetches the whole module graph at once (modulepreload): its list must name
+    every module but itself, or a new module is fetched one level of imports late."""
+    folder = plugin_module.frontend_dir()
+    with open(os.path.join(folder, "index.js"), encoding="utf-8") as f:
+        text = f.read()
+    listed = re.search(r"export const MODULES = \[(.*?)\];", text, re.S)
+    assert listed, "index.js has no MODULES list"
+    names = re.findall(r"'([A-Za-z0-9_]+\.js)'", listed.group(1))
+    modules = {n for n in os.listdir(folder) if n.endswith(".js") and n != "index.js"}
+    assert sorted(names) == names and set(names) == modules

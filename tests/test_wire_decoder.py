@@ -297,3 +297,91 @@ def test_a_line_read_in_pieces_with_some_stats_equals_the_whole_line(name):
             assert kept <= set(ids)
             compared += len(whole)
     assert compared >= 12
+
+
+def _profile_layout(data: bytes) -> list:
+    """What decode_profile makes of a file: each plane's non-line fields and line headers."""
+    profile = decode_profile(data, want=lambda name, names: True)
+    return [
+        (
+            plane.name,
+            plane._message.SerializeToString(deterministic=True),
+            [
+                (line.id, line.display_id, line.name, line.display_name, line.timestamp_ns,
+                 line.duration_ps, line.offset, bytes(line.raw))
+                for line in plane.lines
+            ],
+        )
+        for plane in profile.planes
+    ]  # fmt: skip
+
+
+@compiled
+@pytest.mark.parametrize("name", [n for n, _ in REAL + GENERATED])
+def test_compiled_and_pure_plane_splitting_give_the_same_planes_and_line_headers(name):
+    data = dict(REAL + GENERATED)[name]
+    compiled_layout = _profile_layout(data)
+    with fs.pure_decoder():
+        assert _profile_layout(data) == compiled_layout
+    assert sum(len(lines) for _, _, lines in compiled_layout) > 0
+
+
+@compiled
+def test_split_message_returns_the_field_spans_and_the_other_fields_bytes():
+    # Field 1 varint 5, field 3 "ab", field 2 "x", field 3 "", field 7 fixed32.
+    message = b"\x08\x05" + b"\x1a\x02ab" + b"\x12\x01x" + b"\x1a\x00" + b"\x3d\x01\x02\x03\x04"
+    data = b"??" + message
+    spans, rest = event_table._wire.split_message(data, 2, len(data), 3)
+    assert spans == [(6, 8), (13, 13)]
+    assert rest == b"\x08\x05\x12\x01x\x3d\x01\x02\x03\x04"
+    assert event_table._wire.split_message(data, 2, len(data), 3, False) == (None, rest)
+
+
+@compiled
+@pytest.mark.parametrize("cut", [3, 40, 200])
+def test_a_truncated_plane_is_the_same_profile_error_with_and_without_the_compiled_splitter(cut):
+    data = dict(GENERATED)["demo_cpu.xplane.pb"]
+    space = xplane_pb2.XSpace.FromString(data)
+    plane = space.planes[0].SerializeToString()
+    # A plane cut `cut` bytes in, then a line field whose length runs past the plane's end.
+    broken = b"\x0a" + _varint(len(plane[:cut]) + 2) + plane[:cut] + b"\x1a\x7f"
+    with pytest.raises(ProfileError) as compiled_error:
+        decode_profile(broken, "cut.xplane.pb")
+    with fs.pure_decoder(), pytest.raises(ProfileError) as pure_error:
+        decode_profile(broken, "cut.xplane.pb")
+    assert str(compiled_error.value) == str(pure_error.value)
+    assert "cut.xplane.pb" in str(compiled_error.value)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+@compiled
+@pytest.mark.parametrize("name", [n for n, _ in REAL + GENERATED])
+def test_line_has_stats_answers_whether_a_decoded_event_has_one_of_the_stats(name):
+    profile = decode_profile(dict(REAL + GENERATED)[name], want=lambda name, names: True)
+    answers = []
+    for plane in profile.planes:
+        for line in plane.lines:
+            table = line_table(line)
+            present = set(table.stat_id.tolist())
+            choices = [[*plane.stat_metadata][:1], [*plane.stat_metadata][-2:], [987654]]
+            for wanted in choices + [[table.stat_id[-1]]] if len(table.stat_id) else choices:
+                ids = np.array(wanted, np.uint64)
+                found = event_table._wire.line_has_stats(line.raw, 0, len(line.raw), ids)
+                assert found == bool(present & set(wanted)), (plane.name, line.name, wanted)
+                answers.append(found)
+    assert True in answers and False in answers
+
+
+@compiled
+def test_line_has_stats_answers_true_for_a_malformed_line():
+    line = _line(b"\x08\x01", b"\x22\x05\x08")  # a stat running past its event
+    raw = line.SerializeToString()
+    assert event_table._wire.line_has_stats(raw, 0, len(raw), np.array([5], np.uint64))

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents
+from ..arrays import unique
+from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents, span_order
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
@@ -106,14 +107,14 @@ class Nesting:
 
 def nesting(events: TraceEvents) -> Nesting:
     rows = events.op_rows
-    used = np.unique(events.thread[rows])
+    used = unique(events.thread[rows])
     thread_index = np.full(len(events.threads), -1, np.int64)
     thread_index[used] = np.arange(len(used))
     thread = thread_index[events.thread[rows]]
     begin, end = events.begin_ns[rows], events.end_ns[rows]
     stride = int(events.end_ns.max()) + 1 if len(events) else 1
     b, e = thread * stride + begin, thread * stride + end
-    order = np.lexsort((b - e, b))
+    order = span_order(b, e)
     b, e = b[order], e[order]
     return Nesting(order, b, e, nesting_parents(b, e), stride, thread_index)
 
@@ -143,7 +144,7 @@ def profiler_steps(events: TraceEvents) -> Steps:
         (number[events.name] >= 0) & (events.category == events.code("user_annotation"))
     )
     rows = rows[np.argsort(events.begin_ns[rows], kind="stable")]
-    _, first = np.unique(number[events.name[rows]], return_index=True)
+    _, first = unique(number[events.name[rows]], return_index=True)
     rows = rows[np.sort(first)]
     return Steps(number[events.name[rows]].tolist(), events.begin_ns[rows], events.end_ns[rows])
 
@@ -168,7 +169,7 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     (name, shapes, types) signatures only."""
     rows = events.op_rows[instance]
     name_codes = events.name[rows]
-    codes, op = np.unique(name_codes, return_inverse=True)
+    codes, op = unique(name_codes, return_inverse=True)
     op = op.ravel()
     names = [events.names[c] for c in codes.tolist()]
     dtypes = [""] * len(names)
@@ -269,7 +270,7 @@ def _unattributed(
     """GPU events without an op, by event name (memcpy/memset: memory copy)."""
     if not len(rows):
         return None
-    codes, slot = np.unique(events.name[rows], return_inverse=True)
+    codes, slot = unique(events.name[rows], return_inverse=True)
     slot = slot.ravel()
     cols = empty_columns(len(codes))
     cols["name"][:] = [events.names[c] or "(unnamed kernel)" for c in codes.tolist()]
@@ -318,7 +319,7 @@ def attribute(events: TraceEvents, nest: Nesting) -> Launches:
 def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     launches = attribute(events, nesting(events))
     gpu, is_kernel, instance = launches.gpu, launches.is_kernel, launches.instance
-    counted, kernel_exec = np.unique(instance[instance >= 0], return_inverse=True)
+    counted, kernel_exec = unique(instance[instance >= 0], return_inverse=True)
     kernel_exec = kernel_exec.ravel()
     ex = cost_executions(events, counted)
     kernel_op = np.full(len(gpu), -1, np.int64)
@@ -326,7 +327,7 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     _tensor_float32(events, gpu, kernel_op, ex)
     # Devices: the GPU events' device arg (else their pid).
     device_key = np.where(events.device[gpu] >= 0, events.device[gpu], events.pid[gpu] + 10**9)
-    devices, device = np.unique(device_key, return_inverse=True)
+    devices, device = unique(device_key, return_inverse=True)
     device = device.ravel()
     total_ps = int(_busy_spans(events, gpu, device, len(devices)).sum()) * PS_PER_NS
     time_ps = events.dur_ns[gpu] * PS_PER_NS
@@ -417,7 +418,7 @@ def _tensor_float32(
     codes = [c for c, n in enumerate(events.names) if TF32_KERNEL.search(n)]
     if not codes:
         return
-    rows = np.unique(kernel_op[np.isin(events.name[gpu], codes) & (kernel_op >= 0)])
+    rows = unique(kernel_op[np.isin(events.name[gpu], codes) & (kernel_op >= 0)])
     for row in rows.tolist():
         if ex.dtypes[row] == "fp32":
             ex.dtypes[row] = "tf32"
@@ -459,7 +460,7 @@ def working_ops(events: TraceEvents, nest: Nesting) -> np.ndarray:
     node, kind = nest.parent[costed], cat[costed]
     while len(node):
         keep = node >= 0
-        pairs = np.unique(node[keep] * width + kind[keep])
+        pairs = unique(node[keep] * width + kind[keep])
         node, kind = pairs // width, pairs % width
         hit = (cat[node] == kind) & costed[node]
         inner_same[node[hit]] = True

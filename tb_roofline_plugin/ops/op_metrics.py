@@ -192,6 +192,19 @@ def nesting_parents(b: np.ndarray, e: np.ndarray) -> np.ndarray:
     return parent
 
 
+def span_order(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
+    """Positions of spans sorted by (begin, -duration): outer spans before the spans they hold.
+
+    A line's events are usually in that order already; checking it is one pass, where
+    ``np.lexsort`` costs a sort (a fifth of a second per half-million events).
+    """
+    if len(begin_ps) > 1:
+        step = np.diff(begin_ps)
+        if (step >= 0).all() and not ((step == 0) & (end_ps[1:] > end_ps[:-1])).any():
+            return np.arange(len(begin_ps))
+    return np.lexsort((begin_ps - end_ps, begin_ps))
+
+
 def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
     """Self time of each event: its duration minus that of its directly nested children
     (events nest by time containment on one line, ``nesting_parents``)."""
@@ -199,18 +212,9 @@ def self_times(begin_ps: np.ndarray, end_ps: np.ndarray) -> np.ndarray:
     duration = end_ps - begin_ps
     if n == 0:
         return duration
-    order = _by_begin_then_longest(begin_ps, duration)
+    order = span_order(begin_ps, end_ps)
     parent = nesting_parents(begin_ps[order], end_ps[order])  # positions in `order`
     nested = parent >= 0
     child_time = np.zeros(n, np.int64)
     np.add.at(child_time, order[parent[nested]], duration[order[nested]])
     return duration - child_time
-
-
-def _by_begin_then_longest(begin_ps: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """``np.lexsort((-duration, begin_ps))``; lines come in that order as a rule, and then
-    the (stable) sort is the identity, found in one pass instead of a sort."""
-    step, shorter = np.diff(begin_ps), np.diff(duration)
-    if bool(((step > 0) | ((step == 0) & (shorter <= 0))).all()):
-        return np.arange(len(begin_ps))
-    return np.lexsort((-duration, begin_ps))

@@ -7,6 +7,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arrays import unique
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
@@ -45,6 +46,14 @@ class StepInfo:
         assert self.table is not None  # a StepInfo has its db or its table
         return self.table.db(self.index)
 
+    @property
+    def holds_ops(self) -> bool:
+        """True when an op ran in the step (IDLE aside); read without making the step's db."""
+        if self._db is None and self.table is not None:
+            begin, end = self.table.offsets[self.index], self.table.offsets[self.index + 1]
+            return bool((self.table.values["occurrences"][begin:end] > 0).any())
+        return bool((self.db.occurrences > 0).any())
+
     def __repr__(self) -> str:
         return f"StepInfo(step_num={self.step_num}, complete={self.complete})"
 
@@ -71,6 +80,22 @@ def step_nbytes(steps: list[StepInfo]) -> int:
     own = [s._db for s in steps if s._db is not None]
     numeric = sum(v.nbytes for db in own for v in db.__dict__.values() if hasattr(v, "nbytes"))
     return sum(t.nbytes for t in tables.values()) + numeric
+
+
+def steps_without_ops_note(stats: OpStats) -> str | None:
+    """One line when the profile has steps and ops but none of its steps holds an op (every
+    op ran, or was launched, outside the steps), else None."""
+    if not stats.steps or not (stats.all_db.occurrences > 0).any():
+        return None
+    if any(s.holds_ops for s in stats.steps):
+        return None
+    numbers = sorted(s.step_num for s in stats.steps)
+    if len(numbers) == 1:
+        return f"Step {numbers[0]} holds no op: every op ran outside it; only Total shows the ops."
+    return (
+        f"None of the {len(numbers):,} steps ({numbers[0]:,}–{numbers[-1]:,}) holds an op: "
+        "every op ran outside the steps; only Total shows the ops."
+    )
 
 
 def sum_steps(steps: list[StepInfo]) -> OpMetricsDb:
@@ -470,7 +495,7 @@ def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsS
     group = np.concatenate([b.group if b.where is None else b.where[b.group] for b in blocks])
     key = np.concatenate([k[b.op] for k, b in zip(keys, blocks)])
     order = np.argsort(group, kind="stable")  # by group, then block, then row
-    cell_keys, first, inverse = np.unique(
+    cell_keys, first, inverse = unique(
         (group * width + key)[order], return_index=True, return_inverse=True
     )
     rank = np.empty(len(cell_keys), np.int64)
@@ -484,7 +509,7 @@ def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsS
     entry_base = np.cumsum([0] + [len(b.static["name"]) for b in blocks])
     block_of = np.searchsorted(bounds, first_row, side="right") - 1
     entry_of = np.concatenate([b.op for b in blocks])[first_row] + entry_base[block_of]
-    entries, cell_op = np.unique(entry_of, return_inverse=True)
+    entries, cell_op = unique(entry_of, return_inverse=True)
     static = {k: v for k, v in empty_columns(len(entries)).items() if k in _DESCRIPTIVE}
     entry_key = np.empty(len(entries), np.int64)
     for b, (block, block_keys) in enumerate(zip(blocks, keys)):

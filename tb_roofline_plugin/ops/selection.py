@@ -13,11 +13,13 @@ import numpy as np
 
 from ..errors import NotFound, RooflineError
 from ..protos import roofline_model_pb2
+from ..wording import numbered
 from .op_metrics import OpMetricsDb
 from .op_stats import OpStats, sum_steps
 
 TOTAL = "total"
 AVERAGE = "average"
+_LISTED_AT_MOST = 12  # a "no such step" message lists the steps up to this many
 
 _DIVIDED = (
     "time_ps",
@@ -78,5 +80,9 @@ def select(stats: OpStats, step: str | int) -> Selection:
     for info in stats.steps:
         if info.step_num == step:
             return Selection(str(step), info.db, roofline_model_pb2.PER_STEP, step_num=step)
-    known = ", ".join(str(s.step_num) for s in stats.steps) or "none"
-    raise NotFound(f"no step {step} in this profile (steps: {known})")
+    numbers = [s.step_num for s in stats.steps]
+    if len(numbers) <= _LISTED_AT_MOST:
+        known = f"steps: {', '.join(map(str, numbers)) or 'none'}"
+    else:  # never a wall of numbers
+        known = numbered(numbers, "step")
+    raise NotFound(f"no step {step} in this profile ({known})")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import unique
 from .op_metrics import (
     HBM,
     IDLE_NAME,
@@ -73,7 +74,7 @@ def part_cells(groups: list, ops: list, n_ops: int, n_groups: int) -> Cells:
         rank = np.cumsum(present, dtype=np.int32) - 1
         inverse = [rank[key] for key in keys]
     else:
-        found, whole = np.unique(np.concatenate(keys), return_inverse=True)
+        found, whole = unique(np.concatenate(keys), return_inverse=True)
         inverse = np.split(whole.ravel(), np.cumsum([len(key) for key in keys])[:-1])
     cell_group, cell_op = np.divmod(found, width)
     offsets = np.searchsorted(cell_group, np.arange(n_groups + 1)).astype(np.int64)
@@ -162,7 +163,7 @@ class StepOps:
             return OpMetricsDb(**empty_columns(0))
         mask = self.row_mask(steps)
         rows = np.flatnonzero(mask)
-        ops, first, slot = np.unique(self.op[rows], return_index=True, return_inverse=True)
+        ops, first, slot = unique(self.op[rows], return_index=True, return_inverse=True)
         # Position of each op's first row; IDLE goes after the first step's rows.
         first_step_rows = int(self.offsets[steps[0] + 1] - self.offsets[steps[0]])
         position = first.astype(np.float64)

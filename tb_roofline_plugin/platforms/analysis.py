@@ -113,7 +113,7 @@ def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpSta
     """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name);
     an XSpace file's bytes are let go as soon as the lines are read."""
     if is_pytorch_trace(path):
-        from ..kineto import analyze_trace
+        from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
         return analyze_trace(path, peaks)
     profile = read_profile(path, release_lines=True)

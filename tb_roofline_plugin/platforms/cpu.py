@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique
 from ..hlo.cost.engine import ModuleCosts
 from ..ops.op_metrics import (
     HBM,
@@ -74,6 +75,23 @@ def _metadata_ids(plane, wanted) -> np.ndarray:
     return np.asarray(ids, np.int64)
 
 
+def _unique_flow_ends(
+    op_begin: np.ndarray, op_flow: np.ndarray, flow_ids: np.ndarray, flow_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``flight_ends``' answer when no two end events share a flow id (what a trace of one
+    run has), by one sort of the ends: (has an end event at or after its start, that end
+    event's end) per op; None when ids repeat."""
+    order = np.argsort(flow_ids, kind="stable")
+    ids = flow_ids[order]
+    if len(ids) > 1 and (ids[1:] == ids[:-1]).any():
+        return None
+    if len(ids) == 0:
+        return np.zeros(len(op_flow), bool), np.zeros(len(op_flow), np.int64)
+    slot = np.minimum(np.searchsorted(ids, op_flow), len(ids) - 1)
+    times = flow_end[order][slot]
+    return (ids[slot] == op_flow) & (times >= op_begin), times
+
+
 def flight_ends(
     begin: np.ndarray,
     end: np.ndarray,
@@ -85,6 +103,12 @@ def flight_ends(
     """Each op's end: the later of its own and that of its ``end:`` event, the first end
     event of the op's flow id at or after the op's start (ids may repeat in a long trace)."""
     ops = np.flatnonzero(has_flow)
+    unique_ends = _unique_flow_ends(begin[ops], flow[ops], flow_ids, flow_end)
+    if unique_ends is not None:
+        linked, times = unique_ends
+        out = end.copy()
+        out[ops[linked]] = np.maximum(end[ops[linked]], times[linked])
+        return out
     ids = np.concatenate([flow[ops], flow_ids])
     times = np.concatenate([begin[ops], flow_end])
     is_end = np.arange(len(ids)) >= len(ops)
@@ -171,7 +195,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     text_name = [name_ids.setdefault(str(t).rsplit("::", 1)[-1], len(name_ids)) for t in texts]
     name_code = np.asarray(text_name, np.int64)[text_code]
     names, width = list(name_ids), max(len(name_ids), 1)
-    program_values, program_code = np.unique(np.concatenate(programs), return_inverse=True)
+    program_values, program_code = unique(np.concatenate(programs), return_inverse=True)
     program_code = program_code.ravel().astype(np.int64)
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]

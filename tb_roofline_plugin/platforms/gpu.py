@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
 from ..ops.op_metrics import OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
@@ -91,7 +92,7 @@ def _id_counts(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
         # Correlation ids number the API calls: dense, so one counting pass does (no sort).
         counts = np.bincount((ids - low).view(np.int64))
         return counts[(wanted - low).view(np.int64)]
-    values, counts = np.unique(ids, return_counts=True)
+    values, counts = unique(ids, return_counts=True)
     return counts[np.searchsorted(values, wanted)]
 
 
@@ -115,7 +116,7 @@ def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int
     if n == 0:
         return
     metadata = plane.event_metadata
-    meta_ids, inverse = np.unique(table.metadata_id, return_inverse=True)
+    meta_ids, inverse = unique(table.metadata_id, return_inverse=True)
     meta_names = [metadata[m].name if m in metadata else "" for m in meta_ids.tolist()]
     strings["kernel"].add_distinct(meta_names, inverse.ravel())
     strings["hlo_op"].add(table, ids.get("hlo_op"), names)
@@ -187,11 +188,11 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
     # Distinct (program, hlo_op, tf_op, kernel) combinations first; Python sees only those.
     hlo_codes, hlo_values = kernels.hlo_op, kernels.hlo_ops
     tf_codes, tf_values = kernels.tf_op, kernels.tf_ops
-    prog_values, prog_codes = np.unique(kernels.program_id, return_inverse=True)
+    prog_values, prog_codes = unique(kernels.program_id, return_inverse=True)
     columns = [prog_codes.ravel(), hlo_codes, tf_codes, kernels.kernel]
     dims = [int(c.max()) + 1 if len(c) else 1 for c in columns]
     if np.prod([float(d) for d in dims]) < 2**62:  # one int64 key per combination
-        flat, inverse = np.unique(np.ravel_multi_index(columns, dims), return_inverse=True)
+        flat, inverse = unique(np.ravel_multi_index(columns, dims), return_inverse=True)
         combos = np.stack(np.unravel_index(flat, dims), axis=1)
     else:
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
@@ -372,7 +373,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         if unclaimed[0]:
             stats.notes.append(
-                f"{unclaimed[0]} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
+                f"{unclaimed[0]:,} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
                 "every step; they count in Total only."
             )
     return stats

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arrays import unique
 from ..ops.op_metrics import nested_in_earlier
 from ..xspace.event_table import line_tables, may_have_stats
 from ..xspace.profile_reader import Plane, stat_ids
@@ -91,6 +92,6 @@ def host_markers(plane: Plane | None) -> HostMarkers:
     if launch_ids:
         # The last launch of a repeated id wins: unique over the reversed arrays.
         ids_reversed = np.concatenate(launch_ids)[::-1]
-        markers.launch_ids, first = np.unique(ids_reversed, return_index=True)
+        markers.launch_ids, first = unique(ids_reversed, return_index=True)
         markers.launch_ps = np.concatenate(launch_ps)[::-1][first]
     return markers

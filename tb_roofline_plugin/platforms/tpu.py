@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arrays import unique
 from ..ops.op_metrics import MEMORY_SPACES, empty_columns, self_times
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.step_ops import StepOps, part_cells, step_ops
@@ -29,7 +30,7 @@ from ..xspace.profile_reader import (
     stat_names,
     stats_dict,
 )
-from .host_steps import valid_step_number
+from .host_steps import valid_step_number, valid_step_numbers
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
@@ -67,10 +68,10 @@ def _split_source(source: str) -> tuple[str, int]:
 def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
     """Per-occurrence cost columns for the distinct ops, and each metadata id's row."""
     names = stat_names(plane)
-    unique = np.unique(metadata_ids)
-    cols = empty_columns(len(unique))
-    keep = np.ones(len(unique), bool)
-    for row, mid in enumerate(unique.tolist()):
+    distinct = unique(metadata_ids)
+    cols = empty_columns(len(distinct))
+    keep = np.ones(len(distinct), bool)
+    for row, mid in enumerate(distinct.tolist()):
         meta = plane.event_metadata.get(mid)
         if meta is None:
             keep[row] = False
@@ -100,8 +101,8 @@ def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]
         cols["source_file"][row] = file_name
         cols["source_line"][row] = line
         cols["source_stack"][row] = as_str(stats.get("source_stack"))
-    rows = np.where(keep, np.arange(len(unique)), -1)
-    return cols, rows[np.searchsorted(unique, metadata_ids)]
+    rows = np.where(keep, np.arange(len(distinct)), -1)
+    return cols, rows[np.searchsorted(distinct, metadata_ids)]
 
 
 # _op_table's results by the plane's metadata digest and the ops asked for: the cores and
@@ -114,20 +115,20 @@ _OP_TABLES_LOCK = threading.Lock()
 def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
     """``_op_table``, its result kept for planes with the same metadata (the columns copied:
     each core owns its own)."""
-    unique = np.unique(metadata_ids)
+    distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
-    key = None if digest is None else (digest, unique.tobytes())
+    key = None if digest is None else (digest, distinct.tobytes())
     with _OP_TABLES_LOCK:
         found = _OP_TABLES.get(key) if key is not None else None
     if found is None:
-        found = _op_table(plane, unique)
+        found = _op_table(plane, distinct)
         if key is not None:
             with _OP_TABLES_LOCK:
                 _OP_TABLES[key] = found
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
-    return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(unique, metadata_ids)]
+    return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(distinct, metadata_ids)]
 
 
 def _instruction_name(hlo_text: str) -> str:
@@ -141,17 +142,18 @@ def _steps(plane: Plane) -> list[tuple[int, int, int]]:
     if line is None:
         return []
     events = line_events(plane, line, numeric_stats=("step_num",))
-    steps: list[tuple[int, int, int]] = []
-    for i in np.argsort(events.begin_ps, kind="stable").tolist():
-        num = events.stats["step_num"][i]
-        if not valid_step_number(num):
-            meta = plane.event_metadata.get(int(events.metadata_id[i]))
-            text = meta.name.strip() if meta is not None else ""
-            digits = text.isascii() and text.isdigit()
-            num = int(text) if digits and valid_step_number(int(text)) else len(steps)
-        begin = int(events.begin_ps[i])
-        steps.append((int(num), begin, begin + int(events.duration_ps[i])))
-    return steps
+    order = np.argsort(events.begin_ps, kind="stable")
+    nums = events.stats["step_num"][order]
+    valid = valid_step_numbers(nums)
+    numbers = np.where(valid, nums, 0).astype(np.int64).tolist()
+    for k in np.flatnonzero(~valid).tolist():  # rare: numbered by the event's name or position
+        meta = plane.event_metadata.get(int(events.metadata_id[order[k]]))
+        text = meta.name.strip() if meta is not None else ""
+        digits = text.isascii() and text.isdigit()
+        numbers[k] = int(text) if digits and valid_step_number(int(text)) else k
+    begin = events.begin_ps[order]
+    end = begin + events.duration_ps[order]
+    return list(zip(numbers, begin.tolist(), end.tolist()))
 
 
 def _constant_as_view(values: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
-from ..ops.op_stats import OpStats
+from ..ops.op_stats import OpStats, steps_without_ops_note
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
@@ -454,14 +454,21 @@ def _body(
                 "step_num": s.step_num,
                 "complete": s.complete,
                 "duration_us": s.duration_ps / 1e6,
+                "holds_ops": s.holds_ops,
             }
             for s in stats.steps
         ],
         "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
-        "notes": stats.notes,
+        "notes": _notes(stats),
         "database": database,
     }
+
+
+def _notes(stats: OpStats) -> list[str]:
+    """The profile's notes, and one line when none of its steps holds an op."""
+    empty = steps_without_ops_note(stats)
+    return [*stats.notes, empty] if empty else stats.notes
 
 
 def to_json(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from ..errors import ProfileError, UnreadableProfile
-from ..kineto import analyze_trace
 from ..ops.op_stats import OpStats
 from ..platforms.analysis import analyze_decoded
 from ..xspace.discovery import filesystem, is_pytorch_trace
@@ -27,6 +26,8 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
     except OSError as exc:
         raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
     if is_pytorch_trace(path):
+        from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
+
         return analyze_trace(path, perf_env, data)
     profile = decode_profile(data, path)  # the bytes live in the profile only
     del data

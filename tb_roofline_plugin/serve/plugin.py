@@ -10,6 +10,7 @@ import importlib.metadata
 import os
 import re
 import time
+import urllib.parse
 
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
@@ -18,6 +19,7 @@ from werkzeug import wrappers
 from ..errors import RooflineError
 from ..metadata import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, PLUGIN_NAME
 from ..xspace.discovery import has_profiles
+from . import static_files
 from .calibrator import Calibrator
 from .service import Forbidden, RooflineService
 
@@ -136,8 +138,12 @@ class RooflinePlugin(base_plugin.TBPlugin):
         return active
 
     def frontend_metadata(self):
+        # The module's URL names the plotly version, so the tab asks for plotly.min.js by
+        # its versioned URL (cached for a year) without a request to learn it.
+        version = static_files.plotly_version() if plotly_js_path() else None
+        query = f"?{urllib.parse.urlencode({'plotly': version})}" if version else ""
         return base_plugin.FrontendMetadata(
-            es_module_path=ES_MODULE_PATH,
+            es_module_path=ES_MODULE_PATH + query,
             tab_name="Roofline" if xprof_installed() else "Profile",
             disable_reload=True,
         )
@@ -240,7 +246,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
 
     def _serve_file(self, request, name: str):
         """A frontend file by its plain name (no folders), or plotly.min.js from its package."""
-        if name == "plotly.min.js":
+        if name == static_files.PLOTLY_NAME:
             path = plotly_js_path()
         elif _PLAIN_NAME.fullmatch(name):
             path = os.path.join(frontend_dir(), name)
@@ -251,8 +257,6 @@ class RooflinePlugin(base_plugin.TBPlugin):
             return http_util.Respond(
                 request, {"error": f"no such file {name!r}"}, "application/json", code=404
             )
-        with open(path, "rb") as f:
-            content = f.read()
-        # Our modules change with the plugin version; plotly.min.js only with its package.
-        expires = 3600 if name == "plotly.min.js" else 0
-        return http_util.Respond(request, content, kind, expires=expires)
+        # plotly.min.js changes only with its package: kept a year under its versioned URL.
+        immutable = static_files.plotly_version() if name == static_files.PLOTLY_NAME else None
+        return static_files.respond(request, path, kind, immutable_version=immutable)

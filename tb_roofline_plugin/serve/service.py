@@ -416,7 +416,12 @@ class RooflineService:
         return {
             "has_step_markers": stats.has_step_markers,
             "steps": [
-                {"step_num": s.step_num, "complete": s.complete, "duration_us": s.duration_ps / 1e6}
+                {
+                    "step_num": s.step_num,
+                    "complete": s.complete,
+                    "duration_us": s.duration_ps / 1e6,
+                    "holds_ops": s.holds_ops,
+                }
                 for s in stats.steps
             ],
         }

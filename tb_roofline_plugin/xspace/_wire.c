@@ -524,9 +524,162 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(split_message_doc,
+"split_message(buffer, start, end, number, spans=True) -> (spans, rest)\n\n"
+"Walks the fields of the message in buffer[start:end] once: spans lists (start, end) of\n"
+"each length-delimited field `number` (offsets in buffer; None when not asked for), rest\n"
+"is the bytes of every other field, in order (a message protobuf can decode without\n"
+"those fields: a line's header without its events). Raises WireError on malformed input.");
+
+static PyObject *split_message(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *buffer;
+    Py_ssize_t start, stop;
+    unsigned int number;
+    int want_spans = 1;
+    if (!PyArg_ParseTuple(args, "OnnI|p", &buffer, &start, &stop, &number, &want_spans))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *spans = NULL, *rest = NULL, *result = NULL;
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start and end are outside the buffer");
+        goto done;
+    }
+    const uint8_t *base = (const uint8_t *)view.buf;
+    const uint8_t *p = base + start, *end = base + stop;
+    Parser ps = {view.buf, NULL, NULL, 0};
+    spans = want_spans ? PyList_New(0) : Py_NewRef(Py_None);
+    /* The rest is at most the whole message; shrunk to size at the end. */
+    rest = PyBytes_FromStringAndSize(NULL, stop - start);
+    if (spans == NULL || rest == NULL) goto done;
+    char *out = PyBytes_AS_STRING(rest);
+    Py_ssize_t used = 0;
+    while (p < end) {
+        const uint8_t *field_start = p;
+        uint32_t field;
+        int wire;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) goto malformed;
+        if (field == number && wire == WIRE_LEN) {
+            uint64_t length;
+            if (read_length(&ps, &p, end, &length) < 0) goto malformed;
+            if (!want_spans) {
+                p += length;
+                continue;
+            }
+            PyObject *span = Py_BuildValue("(nn)", (Py_ssize_t)(p - base),
+                                           (Py_ssize_t)(p - base + (Py_ssize_t)length));
+            if (span == NULL) goto done;
+            int failed = PyList_Append(spans, span);
+            Py_DECREF(span);
+            if (failed < 0) goto done;
+            p += length;
+            continue;
+        }
+        if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) goto malformed;
+        memcpy(out + used, field_start, (size_t)(p - field_start));
+        used += p - field_start;
+    }
+    if (_PyBytes_Resize(&rest, used) < 0) goto done;
+    result = PyTuple_Pack(2, spans, rest);
+    goto done;
+malformed:
+    PyErr_Format(WireError, "corrupt (%s)", ps.error);
+done:
+    Py_XDECREF(spans);
+    Py_XDECREF(rest);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(line_has_stats_doc,
+"line_has_stats(line, start, end, wanted) -> bool\n\n"
+"Whether an event of the XLine in line[start:end] has a stat whose metadata_id is in\n"
+"wanted (int64 buffer). Walks events and stats without decoding them; malformed input\n"
+"answers True, so that decoding the line reports it.");
+
+static int stats_match(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *wanted,
+                       Py_ssize_t n_wanted) {
+    /* p..end: one XEvent. 1: a wanted stat; 0: none; -1: malformed. */
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (read_tag(ps, &p, end, &field, &wire) < 0) return -1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
+            continue;
+        }
+        if (read_length(ps, &p, end, &length) < 0) return -1;
+        const uint8_t *q = p, *stat_end = p + length;
+        while (q < stat_end) {
+            uint32_t stat_field;
+            int stat_wire;
+            if (read_tag(ps, &q, stat_end, &stat_field, &stat_wire) < 0) return -1;
+            if (stat_field == 1 && stat_wire == WIRE_VARINT) {
+                uint64_t id;
+                if (read_varint(ps, &q, stat_end, &id) < 0) return -1;
+                for (Py_ssize_t k = 0; k < n_wanted; k++)
+                    if ((uint64_t)wanted[k] == id) return 1;
+            } else if (skip_field(ps, &q, stat_end, stat_field, stat_wire, DEPTH_LIMIT) < 0) {
+                return -1;
+            }
+        }
+        p = stat_end;
+    }
+    return 0;
+}
+
+static PyObject *line_has_stats(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *line, *wanted_arg;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OnnO", &line, &start, &stop, &wanted_arg)) return NULL;
+    Py_buffer view, wanted;
+    if (PyObject_GetBuffer(line, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(wanted_arg, &wanted, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int found = 1; /* malformed: True */
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start and end are outside the buffer");
+        PyBuffer_Release(&wanted);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf + start, *end = (const uint8_t *)view.buf + stop;
+    Parser ps = {view.buf, NULL, NULL, 0};
+    const int64_t *ids = (const int64_t *)wanted.buf;
+    Py_ssize_t n_ids = wanted.len / 8;
+    for (;;) {
+        if (p >= end) {
+            found = 0;
+            break;
+        }
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) break;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) break;
+            continue;
+        }
+        if (read_length(&ps, &p, end, &length) < 0) break;
+        int status = stats_match(&ps, p, p + length, ids, n_ids);
+        if (status != 0) break; /* found, or malformed: both True */
+        p += length;
+    }
+    PyBuffer_Release(&wanted);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 static PyMethodDef methods[] = {
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
+    {"split_message", split_message, METH_VARARGS, split_message_doc},
+    {"line_has_stats", line_has_stats, METH_VARARGS, line_has_stats_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from ..arrays import unique
 from ..protos import xplane_pb2
 
 _wire: Any
@@ -110,7 +111,7 @@ class EventTable:
         rows = self._rows(stat_id)
         refs = rows[self.stat_kind[rows] == REF]
         if len(refs):
-            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            ids, inverse = unique(self.stat_int[refs], return_inverse=True)
             resolved = np.array([names.get(int(i), "") for i in ids], object)
             values[self.stat_event[refs]] = resolved[inverse]
         for row in rows[self.stat_kind[rows] == STR].tolist():
@@ -129,7 +130,7 @@ class EventTable:
         index: dict[str, int] = {}
         refs = rows[self.stat_kind[rows] == REF]
         if len(refs):
-            ids, inverse = np.unique(self.stat_int[refs], return_inverse=True)
+            ids, inverse = unique(self.stat_int[refs], return_inverse=True)
             resolved = [names.get(int(i), "") for i in ids.tolist()]
             id_codes = np.array([index.setdefault(v, len(index)) for v in resolved], np.int64)
             codes[self.stat_event[refs]] = id_codes[inverse.reshape(-1)]
@@ -448,10 +449,16 @@ def _varint_bytes(value: int) -> bytes:
 def may_have_stats(line, stat_ids: list[int | None]) -> bool:
     """False when no event of the line can carry any of these stats (a cheap byte search).
 
-    Looks for the stat's ``metadata_id`` field (tag 0x08 and the id) in the raw events; a
-    false positive only costs decoding the line. Lines of full XLine messages: True.
+    The compiled decoder walks the events' stats without decoding them (exact, malformed
+    lines True). Otherwise looks for the stat's ``metadata_id`` field (tag 0x08 and the id)
+    in the raw events; a false positive only costs decoding the line. Lines of full XLine
+    messages: True.
     """
     raw = getattr(line, "raw", None)  # a LineView: search the line's bytes in the file
+    wanted = [i for i in stat_ids if i is not None]
+    if raw is not None and compiled_decoder():  # exact: the stats' ids, event by event
+        ids = np.array([i & 0xFFFF_FFFF_FFFF_FFFF for i in wanted], np.uint64)
+        return bool(wanted) and _wire.line_has_stats(raw, 0, len(raw), ids)
     if raw is not None and getattr(line, "base", None) is not None:
         span = (line.offset, line.offset + len(raw))
         needles = [b"\x08" + _varint_bytes(i) for i in stat_ids if i is not None]
@@ -493,7 +500,7 @@ def line_table(line, full_line: xplane_pb2.XLine | None = None) -> EventTable:
 
 def first_seen_codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(code per element, distinct keys in first-seen order) of an integer array."""
-    distinct, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    distinct, first, inverse = unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(len(order), np.int32)
     rank[order] = np.arange(len(order), dtype=np.int32)
@@ -531,10 +538,19 @@ class StringCodes:
         rank = np.full(len(texts) + 1, -1, np.int32)  # rank[-1]: the absent value
         order: list[int] = []
         for part in self.parts:
-            distinct, first = np.unique(part, return_index=True)
+            distinct, first = unique(part, return_index=True)
             seen_first = distinct[np.argsort(first, kind="stable")]
             new = seen_first[rank[seen_first] < 0]
             rank[new] = np.arange(len(order), len(order) + len(new), dtype=np.int32)
             order.extend(new.tolist())
         codes = np.concatenate([rank[part] for part in self.parts]) if self.parts else rank[:0]
         return codes, [texts[c] if c >= 0 else None for c in order]
+
+
+def split_message(buf: memoryview, start: int, end: int, number: int, spans: bool = True):
+    """(spans of the length-delimited fields ``number`` or None when not asked for, bytes of
+    the other fields) of the message in ``buf[start:end]``, by the compiled decoder; None
+    without it. Raises ValueError (the decoder's WireError) on malformed input."""
+    if not compiled_decoder():
+        return None
+    return _wire.split_message(buf, start, end, number, spans)

@@ -13,7 +13,6 @@ import hashlib
 import math
 import os
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Callable, Union
@@ -23,7 +22,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..protos import xplane_lite_pb2, xplane_pb2
-from .event_table import line_tables
+from .event_table import line_tables, split_message
 
 UINT64_MASK = (1 << 64) - 1
 TPU_CORE_PLANE = re.compile(r"^/device:TPU:([0-9]+)$")
@@ -82,7 +81,9 @@ class LineView:
                  "raw", "base", "offset")  # fmt: skip
 
     def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
-        header = xplane_lite_pb2.XLineHeader.FromString(raw)
+        # The header without the events (field 4): protobuf would walk them all to skip them.
+        split = _split(raw, 0, len(raw), 4, spans=False)
+        header = xplane_lite_pb2.XLineHeader.FromString(raw if split is None else split[1])
         self.id, self.display_id = header.id, header.display_id
         self.name, self.display_name = header.name, header.display_name
         self.timestamp_ns, self.duration_ps = header.timestamp_ns, header.duration_ps
@@ -98,115 +99,53 @@ class LineView:
 class PlaneView:
     """A plane: metadata and stats decoded (an XPlaneLite without lines), lines as LineViews.
 
-    ``metadata_digest`` is a digest of the plane's event and stat metadata as written: planes
-    with the same digest (the cores and hosts of one program) describe their events alike,
-    so what a reader derives from the metadata alone can be kept for the next one; their
-    decoded metadata is one message, shared (never changed).
+    ``metadata_digest`` is a digest of the plane without its lines, id and name: planes with
+    the same digest (the cores and hosts of one program) describe their events alike, so
+    what a reader derives from the metadata alone can be kept for the next one.
     """
 
     def __init__(
-        self,
-        message: xplane_lite_pb2.XPlaneLite,
-        lines: list[LineView],
-        metadata_digest: bytes,
-        metadata: xplane_lite_pb2.XPlaneLite | None = None,
+        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], metadata_digest: bytes
     ) -> None:
         self._message = message
-        self._metadata = message if metadata is None else metadata
         self.lines = lines
         self.metadata_digest = metadata_digest
-
-    @property
-    def event_metadata(self):
-        return self._metadata.event_metadata
-
-    @property
-    def stat_metadata(self):
-        return self._metadata.stat_metadata
 
     def __getattr__(self, name: str):
         return getattr(self._message, name)
 
 
-# Decoded metadata by digest: the planes of one program decode theirs once. A few kept.
-_METADATA: dict[bytes, xplane_lite_pb2.XPlaneLite] = {}
-_METADATA_KEPT = 4
-_METADATA_MAX_BYTES = 16_000_000  # larger metadata (one big profile) is not kept
-_METADATA_LOCK = threading.Lock()
-
-
-def _decoded_metadata(digest: bytes, spans: list[memoryview]) -> xplane_lite_pb2.XPlaneLite:
-    with _METADATA_LOCK:
-        found = _METADATA.get(digest)
-    if found is not None:
-        return found
-    message = xplane_lite_pb2.XPlaneLite.FromString(b"".join(spans))
-    if sum(len(s) for s in spans) <= _METADATA_MAX_BYTES:
-        with _METADATA_LOCK:
-            _METADATA[digest] = message
-            while len(_METADATA) > _METADATA_KEPT:
-                del _METADATA[next(iter(_METADATA))]
-    return message
-
-
 def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
-    """Splits a plane's lines (field 3) from the rest, which protobuf decodes: its event and
-    stat metadata (fields 4 and 5, by their digest) apart from the rest.
-
-    One pass over the plane's fields (a loop of its own: a plane has a field per event
-    metadata entry, thousands); the parts are spans of fields between the others.
-    """
-    rest: list[memoryview] = []
-    metadata: list[memoryview] = []
-    lines = []
-    digest = hashlib.blake2b(digest_size=16)
-    pos = span = start  # span: where the fields of the current kind begin
-    kind = 0  # of the fields since ``span``: 0 rest, 1 metadata
-    while pos < end:
-        field = pos
-        tag = buf[pos]
-        if tag < 0x80:
-            pos += 1
-        else:
-            tag, pos = _varint(buf, pos, end)
-        number, wire = tag >> 3, tag & 7
-        if number == 0:
-            raise _WireError("corrupt (field number 0)")
-        if wire == _WIRE_LEN:
-            if pos + 1 < end and buf[pos] >= 0x80 and buf[pos + 1] < 0x80:  # 128 B to 16 KiB
-                length = (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            elif pos < end and buf[pos] < 0x80:
-                length = buf[pos]
-                pos += 1
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+    split = _split(buf, start, end, 3)
+    if split is not None:
+        spans, rest_bytes = split
+        lines = [LineView(buf[s:e], base, s) for s, e in spans]
+    else:
+        rest, lines, pos = bytearray(), [], start
+        for number, wire, vstart, vend in _fields(buf, start, end):
+            field_end = vend if wire != _WIRE_VARINT else vstart
+            if number == 3 and wire == _WIRE_LEN:
+                lines.append(LineView(buf[vstart:vend], base, vstart))
             else:
-                length, pos = _varint(buf, pos, end)
-            value = pos
-            pos += length
-            if pos > end:
-                raise _WireError(_PAST_END)
-        elif wire == _WIRE_VARINT:
-            _, pos = _varint(buf, pos, end)
-        elif wire in (_WIRE_FIXED64, _WIRE_FIXED32):
-            pos += 8 if wire == _WIRE_FIXED64 else 4
-            if pos > end:
-                raise _WireError(_PAST_END)
-        else:
-            raise _WireError(f"corrupt (invalid wire type {wire})")
-        now = 2 if number == 3 and wire == _WIRE_LEN else 1 if number in (4, 5) else 0
-        if now != kind or now == 2:
-            if field > span:
-                (metadata if kind == 1 else rest).append(buf[span:field])
-            if now == 2:
-                lines.append(LineView(buf[value:pos], base, value))
-            span, kind = (pos, 0) if now == 2 else (field, now)
-    if end > span:
-        (metadata if kind == 1 else rest).append(buf[span:end])
-    for part in metadata:
-        digest.update(part)
-    message = xplane_lite_pb2.XPlaneLite.FromString(b"".join(rest))
-    key = digest.digest()
-    return PlaneView(message, lines, key, _decoded_metadata(key, metadata))
+                rest += buf[pos:field_end]
+            pos = field_end
+        rest_bytes = bytes(rest)
+    message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
+    return PlaneView(message, lines, _metadata_digest(rest_bytes))
+
+
+def _metadata_digest(rest: bytes) -> bytes:
+    """A digest of a plane's fields but its lines and its leading id and name (fields 1 and
+    2, where serializers write them; elsewhere they are digested too, which only makes the
+    digest its plane's own)."""
+    view, pos = memoryview(rest), 0
+    while pos < len(view) and view[pos] in (0x08, 0x12):  # id (varint), name (bytes)
+        tag = view[pos]
+        value, pos = _varint(view, pos + 1, len(view))
+        if tag == 0x12:
+            pos += value
+    return hashlib.blake2b(view[min(pos, len(view)) :], digest_size=16).digest()
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
@@ -248,6 +187,15 @@ class Profile:
 
 class _WireError(Exception):
     pass
+
+
+def _split(buf: memoryview, start: int, end: int, number: int, spans: bool = True):
+    """``split_message`` with its errors as this module's (None without the compiled decoder)."""
+    try:
+        return split_message(buf, start, end, number, spans)
+    except ValueError as exc:
+        message = str(exc)
+        raise _WireError(_PAST_END if "past the end" in message else message) from None
 
 
 def _varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:

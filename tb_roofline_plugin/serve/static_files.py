@@ -1,0 +1,120 @@
+"""The frontend's files as HTTP answers: validators, caching and gzip done once per file version.
+
+Two kinds of file, two caching rules:
+
+- ``plotly.min.js`` (4.8 MB) changes only with the installed ``plotly`` package. Asked for
+  under its versioned URL (``plotly.min.js?v=<plotly version>``, what the tab uses) it may be
+  kept for a year and never revalidated (``immutable``), so the browser also keeps its compiled
+  code; under any other URL it is revalidated like our modules.
+- Our modules change with the plugin (and, in a checkout, with every edit): ``no-cache`` plus
+  an ``ETag`` of (plugin version, modification time, size), so a page load revalidates each one
+  with a cheap ``304 Not Modified``.
+
+Each file is read and gzipped once per (path, modification time, size) and kept in memory
+(the frontend is a few dozen files), so a request costs no compression.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gzip
+import hashlib
+import os
+import threading
+import wsgiref.handlers
+
+from tensorboard.backend import http_util
+from werkzeug import http as werkzeug_http
+from werkzeug import wrappers
+
+from .. import __version__
+
+PLOTLY_NAME = "plotly.min.js"
+YEAR_S = 365 * 24 * 3600
+IMMUTABLE = f"public, max-age={YEAR_S}, immutable"
+REVALIDATE = "no-cache"
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticFile:
+    """One file version: its gzipped bytes and its validators."""
+
+    content_type: str
+    gzipped: bytes
+    etag: str  # without quotes
+    mtime: float
+
+
+_lock = threading.Lock()
+_files: dict[str, tuple[tuple[int, int], StaticFile]] = {}
+
+
+def load(path: str, content_type: str, version: str) -> StaticFile:
+    """The file at ``path`` (read and gzipped once per modification time and size)."""
+    stat = os.stat(path)
+    key = (stat.st_mtime_ns, stat.st_size)
+    with _lock:
+        hit = _files.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    with open(path, "rb") as f:
+        content = f.read()
+    tag = hashlib.sha256(f"{version}:{key[0]}:{key[1]}:{path}".encode()).hexdigest()[:24]
+    found = StaticFile(
+        content_type=content_type,
+        gzipped=gzip.compress(content, compresslevel=6, mtime=0),
+        etag=tag,
+        mtime=stat.st_mtime,
+    )
+    with _lock:
+        _files[path] = (key, found)
+    return found
+
+
+def plotly_version() -> str | None:
+    """The installed ``plotly`` package's version (what the versioned URL names)."""
+    try:
+        import plotly
+    except ImportError:
+        return None
+    return getattr(plotly, "__version__", None)
+
+
+def respond(request, path: str, content_type: str, *, immutable_version: str | None = None):
+    """The file as an answer: 304 when the browser's copy is current, else 200 (gzip).
+
+    ``immutable_version``: the version the file's URL must carry in ``v`` for the answer to be
+    cacheable for a year (plotly.min.js); without it, or with another ``v``, ``no-cache``.
+    """
+    version = immutable_version or __version__
+    static = load(path, content_type, version)
+    immutable = immutable_version is not None and request.args.get("v") == immutable_version
+    headers = [
+        ("ETag", f'"{static.etag}"'),
+        ("Last-Modified", wsgiref.handlers.format_date_time(static.mtime)),
+        ("Vary", "Accept-Encoding"),
+    ]
+    cache_control = IMMUTABLE if immutable else REVALIDATE
+    modified = datetime.datetime.fromtimestamp(static.mtime, tz=datetime.timezone.utc)
+    if not werkzeug_http.is_resource_modified(
+        request.environ, etag=static.etag, last_modified=modified
+    ):
+        response = wrappers.Response(status=304)
+        for name, value in headers:
+            response.headers[name] = value
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Cache-Control"] = cache_control
+        return response
+    response = http_util.Respond(
+        request,
+        static.gzipped,
+        content_type,
+        expires=YEAR_S if immutable else 0,
+        content_encoding="gzip",
+        headers=headers,
+    )
+    response.headers["Cache-Control"] = cache_control  # one header, replacing Respond's
+    if not immutable:
+        response.headers["Expires"] = "0"
+    return response
