@@ -9,7 +9,7 @@ records written column by column (``json_text`` is the fast writer). ``render`` 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
@@ -21,7 +21,7 @@ from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
 from ..roofline.formulas import ridge_point, safe_divide
 from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
-from ..roofline.records import RecordSet
+from ..roofline.records import SOURCE_COLUMNS, RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
 from .datatable import csv_pieces, datatable_pieces
@@ -38,6 +38,7 @@ from .json_text import (
     int_texts,
     list_rows_pieces,
     list_text,
+    nested_object_fields,
     object_literals,
     objects_text,
     str_field,
@@ -423,8 +424,9 @@ def _records_pieces(records: RecordSet, indent: int | None, level: int) -> list[
     if compiled_writer():
         literals, tail = object_literals([f.name for f in _RECORD_FIELDS], indent, level + 1)
         fields = [
-            _record_field(records, f, literal, indent, level)
+            cell
             for f, literal in zip(_RECORD_FIELDS, literals)
+            for cell in _record_fields(records, f, literal, indent, level)
         ]
         return list_rows_pieces(fields, tail, indent, level)
     return [_records_text_pure(records, indent, level)]
@@ -443,18 +445,28 @@ def _records_text_pure(records: RecordSet, indent: int | None, level: int) -> st
     return list_text(_per_record(records, make), indent, level)
 
 
-def _record_field(records: RecordSet, field, literal: str, indent: int | None, level: int) -> Field:
+def _record_fields(
+    records: RecordSet, field, literal: str, indent: int | None, level: int
+) -> list[Field]:
     """A record field's column for the compiled writer (the records at ``level + 1``), present
-    where the schema sets it."""
+    where the schema sets it; SourceInfo as protobuf JSON (empty and zero fields left out)."""
     if field.name == "step_num":
-        return int_field(literal, records["step_num"], mask=records.is_per_step())
+        return [int_field(literal, records["step_num"], mask=records.is_per_step())]
     if field.name == "source_info":
-        has_source = records["has_source_info"]
-        index = np.flatnonzero(has_source)
-        codes = np.zeros(len(records), np.int64)
-        codes[index] = np.arange(len(index))
-        texts = _source_texts(records.take(index), indent, level + 2)
-        return table_field(literal, codes, texts, mask=has_source)
+        files, lines, stacks = (records[k] for k in SOURCE_COLUMNS)
+        items: list[tuple[str, Callable[[str, np.ndarray], Field]]] = [
+            ("file_name", lambda text, mask: str_field(text, files, mask=mask)),
+            ("line_number", lambda text, mask: int_field(text, lines, mask=mask)),
+            ("stack_frame", lambda text, mask: str_field(text, stacks, mask=mask)),
+        ]
+        present = [files != "", lines != 0, stacks != ""]
+        mask = records["has_source_info"]
+        return nested_object_fields(literal, items, present, mask, indent, level + 2)
+    return [_record_field(records, field, literal)]
+
+
+def _record_field(records: RecordSet, field, literal: str) -> Field:
+    """A field of every record (a scalar of the schema) for the compiled writer."""
     values = records[field.name]
     if field.type == FieldDescriptor.TYPE_DOUBLE:
         return float_field(literal, values)
@@ -471,9 +483,8 @@ def _record_field(records: RecordSet, field, literal: str, indent: int | None, l
                 string_texts([names[v]])[0] if v in names else str(v) for v in range(max(names) + 1)
             ]
             return table_field(literal, values, texts)
-        return table_field(
-            literal, np.arange(len(values)), _field_texts(records, field, indent, level + 2)
-        )
+        texts = string_texts(_field_values(records, field))  # as the Python path writes them
+        return table_field(literal, np.arange(len(values)), texts)
     return int_field(literal, values)  # uint32 step_num
 
 

@@ -15,7 +15,7 @@ import json
 import os
 import uuid
 from json.encoder import encode_basestring_ascii
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -98,6 +98,36 @@ def object_literals(keys: list[str], indent: int | None, level: int) -> tuple[li
     names = [encode_basestring_ascii(k) + ": " for k in keys]
     literals = ["{" + inner + names[0]] + [between + name for name in names[1:]]
     return literals, _pad(indent, level) + "}"
+
+
+def nested_object_fields(
+    literal: str,
+    items: list[tuple[str, Callable[[str, np.ndarray], Field]]],
+    present: list[np.ndarray],
+    mask: np.ndarray,
+    indent: int | None,
+    level: int,
+) -> list[Field]:
+    """A dict value at ``level``, after ``literal``, in the rows where ``mask`` is true; each of
+    its keys only where ``present`` says (``{}`` where none is): ``items`` are (key, the
+    field of its value given a literal and a mask)."""
+    inner = _pad(indent, level + 1)
+    between = "," + inner if indent is not None else ", "
+    before = np.zeros(len(mask), bool)  # a key was written before, in each row
+    fields = [_nothing(literal + "{}", mask & ~np.logical_or.reduce(present, initial=False))]
+    for (key, make), here in zip(items, present):
+        here = mask & here
+        name = encode_basestring_ascii(key) + ": "
+        fields.append(make(literal + "{" + inner + name, here & ~before))
+        fields.append(make(between + name, here & before))
+        before = before | here
+    fields.append(_nothing(_pad(indent, level) + "}", before))
+    return fields
+
+
+def _nothing(literal: str, mask: np.ndarray) -> Field:
+    """Only ``literal``, in the rows of ``mask``."""
+    return table_field(literal, np.zeros(len(mask), np.int8), [""], mask)
 
 
 def list_rows_pieces(fields: list[Field], tail: str, indent: int | None, level: int) -> list[str]:
