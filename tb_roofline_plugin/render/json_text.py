@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ..xspace.event_table import PURE_ENV
+from ..xspace.event_table import PURE_ENV  # the switch of every compiled part
 
 _text: Any
 try:
