@@ -844,6 +844,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_text",
     "Compiled writer of row texts from columns (see render/json_text.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__text(void) { return PyModule_Create(&module); }

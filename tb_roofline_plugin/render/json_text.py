@@ -51,32 +51,37 @@ class Field(NamedTuple):
     mask: np.ndarray | None = None
 
 
+def _mask(mask: np.ndarray | None) -> np.ndarray | None:
+    return None if mask is None else np.ascontiguousarray(mask, bool)
+
+
 def float_field(literal: str, values: np.ndarray, form: str = "json", mask=None) -> Field:
     """float64 numbers as ``json.dumps`` (``json``) or ``repr`` (``repr``) writes them."""
     values = np.ascontiguousarray(values, np.float64)
-    return Field(literal, FLOAT, values, 0 if form == "json" else 1, mask)
+    return Field(literal, FLOAT, values, 0 if form == "json" else 1, _mask(mask))
 
 
 def int_field(literal: str, values: np.ndarray, quoted: bool = False, mask=None) -> Field:
     """Integers in decimal; ``quoted``: as JSON strings (protobuf JSON's 64-bit integers)."""
-    return Field(literal, INT, np.ascontiguousarray(values), 1 if quoted else 0, mask)
+    return Field(literal, INT, np.ascontiguousarray(values), 1 if quoted else 0, _mask(mask))
 
 
 def bool_field(literal: str, values: np.ndarray, texts=("true", "false"), mask=None) -> Field:
     """Booleans as ``texts`` (true, false): JSON's, or ``("True", "False")`` for CSV."""
     values = np.ascontiguousarray(values, bool)
-    return Field(literal, BOOL, values, tuple(t.encode() for t in texts), mask)
+    return Field(literal, BOOL, values, tuple(t.encode() for t in texts), _mask(mask))
 
 
 def table_field(literal: str, codes: np.ndarray, texts: list[str], mask=None) -> Field:
     """Each row's text from ``texts`` (already written: JSON text, CSV field) by its code."""
-    return Field(literal, TABLE, np.ascontiguousarray(codes), [t.encode() for t in texts], mask)
+    codes = np.ascontiguousarray(codes)
+    return Field(literal, TABLE, codes, [t.encode() for t in texts], _mask(mask))
 
 
 def str_field(literal: str, values, form: str = "json", mask=None) -> Field:
     """str values as JSON strings (``json``) or CSV fields with ``"`` doubled (``csv``)."""
     values = values.tolist() if isinstance(values, np.ndarray) else list(values)
-    return Field(literal, STR, values, 0 if form == "json" else 1, mask)
+    return Field(literal, STR, values, 0 if form == "json" else 1, _mask(mask))
 
 
 def rows_text(
@@ -93,7 +98,7 @@ def rows_text(
 def object_literals(keys: list[str], indent: int | None, level: int) -> tuple[list[str], str]:
     """The literal before each key's value in one dict at nesting ``level`` (as
     ``json.dumps`` lays it out), and the dict's closing text; the first key is in every row."""
-    inner = _pad(indent, level + 1) if indent is not None else ""
+    inner = _pad(indent, level + 1)
     between = "," + inner if indent is not None else ", "
     names = [encode_basestring_ascii(k) + ": " for k in keys]
     literals = ["{" + inner + names[0]] + [between + name for name in names[1:]]
