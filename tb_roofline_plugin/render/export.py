@@ -433,6 +433,7 @@ def _records_pieces(records: RecordSet, indent: int | None, level: int) -> list[
 
 
 def _records_text_pure(records: RecordSet, indent: int | None, level: int) -> str:
+    """``records_text`` in Python: each column as text, one template per set of fields."""
 
     def make(sub: RecordSet, fields: list) -> list[str]:
         doubles = [f for f in fields if f.type == FieldDescriptor.TYPE_DOUBLE]
