@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo test lint format protos bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/xspace/_wire.c
+$(VENV)/.installed: pyproject.toml setup.py tb_roofline_plugin/xspace/_wire.c \
+		tb_roofline_plugin/render/_text.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

@@ -1,4 +1,4 @@
-"""The part of the packaging only setup.py can say: the optional C event decoder.
+"""The part of the packaging only setup.py can say: the optional C extensions.
 
 Everything else (metadata, dependencies, packages, entry points) is in pyproject.toml.
 """
@@ -6,11 +6,15 @@ Everything else (metadata, dependencies, packages, entry points) is in pyproject
 from setuptools import Extension, setup
 
 setup(
-    # Without a compiler the install still works: xspace/event_table.py decodes with numpy and
-    # protobuf instead (the same results, slower on big profiles).
+    # Without a compiler the install still works, with the same results, slower on big
+    # profiles: xspace/event_table.py decodes events with numpy and protobuf instead of
+    # _wire, and the renderers write their text in Python instead of with _text.
     ext_modules=[
         Extension(
             "tb_roofline_plugin.xspace._wire", ["tb_roofline_plugin/xspace/_wire.c"], optional=True
-        )
+        ),
+        Extension(
+            "tb_roofline_plugin.render._text", ["tb_roofline_plugin/render/_text.c"], optional=True
+        ),
     ],
 )

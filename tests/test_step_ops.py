@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,23 @@ def test_summed_steps_equal_combine_of_their_dbs():
         assert got.category.tolist() == want.category.tolist()
         assert got.program_id.tolist() == want.program_id.tolist()
         assert got.total_time_ps == want.total_time_ps
+
+
+def test_summed_breakdowns_equal_combine_to_the_bit_and_steps_without_ops_are_idle():
+    table = _table()
+    thirds = np.arange(len(table.op) * 6, dtype=np.float64).reshape(-1, 3, 2) / 3
+    table = replace(table, values={**table.values, "breakdown": thirds})
+    for steps in ([0, 1, 2], [2, 0], [1]):
+        want = combine([table.db(s) for s in steps])
+        got = table.summed(np.array(steps))
+        assert got.breakdown.shape == want.breakdown.shape == (len(want), 3, 2)
+        assert got.breakdown.tobytes() == want.breakdown.tobytes()
+    # op a: row 0 (step 0) then row 3 (step 2), in table order
+    assert table.summed(np.array([2, 0])).breakdown[0, 1].tolist() == [2 / 3 + 20 / 3, 1.0 + 7.0]
+    empty = table.keep_rows(np.zeros(len(table.op), bool))
+    idle = empty.summed(np.arange(3))
+    assert idle.name.tolist() == [IDLE_NAME] and idle.time_ps.tolist() == [240]
+    assert idle.breakdown.tolist() == [[[0.0, 0.0]] * 3]
 
 
 def test_program_rows_of_table_steps_equal_those_of_step_dbs():

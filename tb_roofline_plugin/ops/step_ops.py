@@ -132,8 +132,10 @@ class StepOps:
     def idle_ps(self) -> np.ndarray:
         """IDLE time per step: device time minus the self time of its ops (never negative)."""
         ran = self.values["occurrences"] > 0
-        busy = np.zeros(len(self), np.int64)
-        np.add.at(busy, self.segment[ran], self.values["self_time_ps"][ran])
+        # A step's rows are contiguous: its sum is a difference of prefix sums (integers, so
+        # the same as adding them one by one, wrap-around included).
+        prefix = np.concatenate([[0], np.cumsum(np.where(ran, self.values["self_time_ps"], 0))])
+        busy = (prefix[self.offsets[1:]] - prefix[self.offsets[:-1]]).astype(np.int64)
         return np.maximum(self.total_time_ps - busy, 0)
 
     def keep_rows(self, mask: np.ndarray) -> StepOps:
@@ -173,14 +175,27 @@ class StepOps:
         target = np.empty(len(ops), np.int64)
         target[order] = np.arange(len(ops)) + (np.arange(len(ops)) >= idle_at)
         out: dict[str, Any] = {}
+        every = len(rows) == len(mask)  # all steps: the columns as they are, not copies
+        into = target[slot.ravel()]
         for name, column in self.values.items():
             shape = (len(ops) + 1, *column.shape[1:])
+            chosen = column if every else column[rows]
             if name == "has_breakdown":
                 values = np.zeros(shape, bool)
-                np.logical_or.at(values, target[slot.ravel()], column[rows])
+                values[into[chosen]] = True
+            elif column.ndim > 1 and column.dtype == np.float64:
+                # Per cell: np.add.at is slow on rows of several cells; bincount adds in the
+                # same order (row by row, from 0.0), so the sums are the same to the bit.
+                values = np.zeros(shape, column.dtype)
+                cells = int(np.prod(column.shape[1:]))
+                flat = chosen.reshape(len(chosen), cells)
+                for cell in range(cells):
+                    values.reshape(len(values), cells)[:, cell] = np.bincount(
+                        into, weights=flat[:, cell], minlength=len(values)
+                    )
             else:
                 values = np.zeros(shape, column.dtype)
-                np.add.at(values, target[slot.ravel()], column[rows])
+                np.add.at(values, into, chosen)
             out[name] = values
         for name, column in self.static.items():
             values = empty_columns(1)[name].repeat(len(ops) + 1, axis=0)

@@ -18,7 +18,20 @@ from ..protos import roofline_model_pb2
 from ..roofline.formulas import ridge_point
 from ..roofline.model import RooflineModel, as_model
 from ..roofline.records import RecordSet
-from .json_text import bool_texts, dumps_pieces, float_columns_text, string_texts
+from .json_text import (
+    Field,
+    bool_field,
+    bool_texts,
+    compiled_writer,
+    dumps_pieces,
+    float_columns_text,
+    float_field,
+    int_field,
+    rows_text,
+    str_field,
+    string_texts,
+    table_field,
+)
 
 # (id, type, label, record field or a special key)
 _DEFAULT_COLUMNS = (
@@ -187,16 +200,23 @@ def _escape(text: str) -> str:
 
 def source_info_cells(records: RecordSet) -> list[str]:
     """XProf's source cell (file:line, the stack as its title) of every record, or ""."""
+    shown, cells = _shown_source_cells(records)
+    out = np.full(len(records["source_file"]), "", object)
+    out[shown] = cells
+    return out.tolist()
+
+
+def _shown_source_cells(records: RecordSet) -> tuple[np.ndarray, list[str]]:
+    """The records with a source cell, and their cells."""
     files, lines = records["source_file"], records["source_line"]
-    out = np.full(len(files), "", object)
     shown = np.flatnonzero((files != "") & (lines != -1))
-    out[shown] = [
+    cells = [
         f"<div class='source-info-cell' title='{_escape(stack)}'>{_escape(name)}:{line}</div>"
         for name, line, stack in zip(
             files[shown].tolist(), lines[shown].tolist(), records["source_stack"][shown].tolist()
         )
     ]
-    return out.tolist()
+    return shown, cells
 
 
 ROWS_PER_PIECE = 50_000  # records whose cells are text at once (memory of big profiles)
@@ -231,6 +251,66 @@ def _columns_text(records: RecordSet, cols: list, form: str) -> list[list[str]]:
             strings = _column_values(records, key, kind)
             texts[i] = string_texts(strings) if form == "json" else strings
     return [texts[i] for i in range(len(cols))]
+
+
+# The row templates of the compiled writer: (first literal, literal between cells, tail,
+# separator between rows) of a datatable row and of a CSV line.
+_TEMPLATES = {
+    "json": ('{"c": [{"v": ', '}, {"v": ', "}]}", ", "),
+    "csv": ('"', '","', '"\n', ""),
+}
+
+
+def _step_fields(records: RecordSet, literal: str, form: str) -> list[Field]:
+    """The Step cell as two fields, one present in each row: the name of a record type, or
+    the step number of a PER_STEP record."""
+    kinds = records["record_type"].astype(np.int64)
+    per_step = kinds == roofline_model_pb2.PER_STEP
+    by_number: dict[int, str] = {int(kind): name for kind, name in _STEP_NAMES.items()}
+    names = [by_number.get(kind, "Unknown") for kind in range(max(by_number) + 1)]
+    names.append("Unknown")  # every other record type
+    codes = np.where((kinds >= 0) & (kinds < len(names) - 1), kinds, len(names) - 1)
+    texts = [string_texts([n])[0] if form == "json" else n for n in names]
+    return [
+        table_field(literal, codes, texts, mask=~per_step),
+        int_field(literal, records["step_num"], quoted=form == "json", mask=per_step),
+    ]
+
+
+def _source_field(records: RecordSet, literal: str, form: str) -> Field:
+    """The Source Info cell: "" or XProf's cell, for the few records that have one."""
+    shown, cells = _shown_source_cells(records)
+    codes = np.zeros(len(records["source_file"]), np.int64)
+    codes[shown] = np.arange(1, len(shown) + 1)
+    texts = ["", *cells]
+    if form == "json":
+        texts = string_texts(texts)
+    else:
+        texts = [t.replace('"', '""') for t in texts]
+    return table_field(literal, codes, texts)
+
+
+def _row_fields(records: RecordSet, cols: list, form: str) -> tuple[list[Field], str, str]:
+    """(fields, tail, separator) of the compiled writer for rows of ``cols`` (``json``: the
+    datatable's rows, ``csv``: CSV lines)."""
+    first, between, tail, separator = _TEMPLATES[form]
+    fields: list[Field] = []
+    for i, (_, kind, _, key) in enumerate(cols):
+        literal = first if i == 0 else between
+        if key == "#step":
+            fields += _step_fields(records, literal, form)
+        elif key == "#module":
+            fields.append(int_field(literal, records["hlo_module_id"], quoted=form == "json"))
+        elif key == "#source":
+            fields.append(_source_field(records, literal, form))
+        elif kind == "number":
+            fields.append(float_field(literal, records[key], "json" if form == "json" else "repr"))
+        elif kind == "boolean":
+            texts = ("true", "false") if form == "json" else ("True", "False")
+            fields.append(bool_field(literal, records[key], texts))
+        else:
+            fields.append(str_field(literal, records[key], form))
+    return fields, tail, separator
 
 
 def format_property(value: float | bool) -> str:
@@ -323,8 +403,16 @@ def datatable_pieces(
     """
     model = as_model(database)
     cols, table, diagnostics = _tables(model)
-    template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
     rows = ["["]
+    if compiled_writer():
+        fields, tail, separator = _row_fields(model.records, cols, "json")
+        for start in range(0, len(model.records), ROWS_PER_PIECE):
+            stop = min(start + ROWS_PER_PIECE, len(model.records))
+            rows += [", " if start else "", rows_text(fields, tail, separator, start, stop)]
+        rows.append("]")
+        pieces = dumps_pieces([table, diagnostics], {(0, "rows"): rows}, None)
+        return pieces if pieces is not None else [json.dumps(to_datatable(model))]
+    template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
     for start in range(0, len(model.records), ROWS_PER_PIECE):
         part = model.records.take(slice(start, start + ROWS_PER_PIECE))
         texts = _columns_text(part, cols, "json")
@@ -342,15 +430,26 @@ def datatable_text(database: RooflineModel | roofline_model_pb2.RooflineModelDat
 
 def csv_text(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> str:
     """``to_csv(to_datatable(database))``, written column by column."""
+    return "".join(csv_pieces(database))
+
+
+def csv_pieces(database: RooflineModel | roofline_model_pb2.RooflineModelDatabase) -> list[str]:
+    """``csv_text`` in pieces (its header line, then its records)."""
     model = as_model(database)
     cols, _, _ = _tables(model)
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow([label for _, _, label, _ in cols])
+    if compiled_writer():
+        fields, tail, separator = _row_fields(model.records, cols, "csv")
+        try:
+            return [out.getvalue(), rows_text(fields, tail, separator)]
+        except UnicodeEncodeError:  # a lone surrogate (from a JSON trace): csv writes it as is
+            pass
     for start in range(0, len(model.records), ROWS_PER_PIECE):
         part = model.records.take(slice(start, start + ROWS_PER_PIECE))
         writer.writerows(zip(*_columns_text(part, cols, "csv")))
-    return out.getvalue()
+    return [out.getvalue()]
 
 
 def to_csv(datatable: list[dict]) -> str:

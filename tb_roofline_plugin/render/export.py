@@ -9,30 +9,41 @@ records written column by column (``json_text`` is the fast writer). ``render`` 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
-from ..ops.op_stats import OpStats, steps_without_ops_note
+from ..ops.op_stats import OpStats, StepInfo, shared_table, steps_without_ops_note
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
 from ..roofline.formulas import ridge_point, safe_divide
 from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
-from ..roofline.records import RecordSet
+from ..roofline.records import SOURCE_COLUMNS, RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
-from .datatable import csv_text, datatable_pieces
+from .datatable import csv_pieces, datatable_pieces
 from .json_text import (
+    Field,
+    bool_field,
     bool_texts,
-    dumps_with,
+    column_field,
+    compiled_writer,
+    dumps_pieces,
     float_columns_text,
+    float_field,
+    int_field,
     int_texts,
+    list_rows_pieces,
     list_text,
+    nested_object_fields,
+    object_literals,
     objects_text,
+    str_field,
     string_texts,
+    table_field,
 )
 
 FORMATS = ("datatable", "json", "csv")
@@ -130,6 +141,10 @@ def op_details(
 def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection, indent) -> str:
     """``json.dumps`` of ``op_details`` as the value of a top-level key."""
     columns = _op_detail_columns(model, stats, selection)
+    if compiled_writer():
+        literals, tail = object_literals(list(columns), indent, 2)
+        fields = [column_field(lit, values) for lit, values in zip(literals, columns.values())]
+        return "".join(list_rows_pieces(fields, tail, indent, 1))
     floats = [k for k, v in columns.items() if isinstance(v, np.ndarray) and v.dtype == float]
     arrays: list[np.ndarray] = [np.asarray(columns[k]) for k in floats]
     texts = dict(zip(floats, float_columns_text(arrays)))
@@ -401,6 +416,24 @@ def record_dicts(records: RecordSet) -> list[dict]:
 
 def records_text(records: RecordSet, indent: int | None, level: int) -> str:
     """``json.dumps`` of ``record_dicts(records)`` as a value nested at ``level``."""
+    return "".join(_records_pieces(records, indent, level))
+
+
+def _records_pieces(records: RecordSet, indent: int | None, level: int) -> list[str]:
+    """``records_text`` in pieces."""
+    if compiled_writer():
+        literals, tail = object_literals([f.name for f in _RECORD_FIELDS], indent, level + 1)
+        fields = [
+            cell
+            for f, literal in zip(_RECORD_FIELDS, literals)
+            for cell in _record_fields(records, f, literal, indent, level)
+        ]
+        return list_rows_pieces(fields, tail, indent, level)
+    return [_records_text_pure(records, indent, level)]
+
+
+def _records_text_pure(records: RecordSet, indent: int | None, level: int) -> str:
+    """``records_text`` in Python: each column as text, one template per set of fields."""
 
     def make(sub: RecordSet, fields: list) -> list[str]:
         doubles = [f for f in fields if f.type == FieldDescriptor.TYPE_DOUBLE]
@@ -411,6 +444,49 @@ def records_text(records: RecordSet, indent: int | None, level: int) -> str:
         return objects_text([f.name for f in fields], columns, indent, level + 1)
 
     return list_text(_per_record(records, make), indent, level)
+
+
+def _record_fields(
+    records: RecordSet, field, literal: str, indent: int | None, level: int
+) -> list[Field]:
+    """A record field's column for the compiled writer (the records at ``level + 1``), present
+    where the schema sets it; SourceInfo as protobuf JSON (empty and zero fields left out)."""
+    if field.name == "step_num":
+        return [int_field(literal, records["step_num"], mask=records.is_per_step())]
+    if field.name == "source_info":
+        files, lines, stacks = (records[k] for k in SOURCE_COLUMNS)
+        items: list[tuple[str, Callable[[str, np.ndarray], Field]]] = [
+            ("file_name", lambda text, mask: str_field(text, files, mask=mask)),
+            ("line_number", lambda text, mask: int_field(text, lines, mask=mask)),
+            ("stack_frame", lambda text, mask: str_field(text, stacks, mask=mask)),
+        ]
+        present = [files != "", lines != 0, stacks != ""]
+        mask = records["has_source_info"]
+        return nested_object_fields(literal, items, present, mask, indent, level + 2)
+    return [_record_field(records, field, literal)]
+
+
+def _record_field(records: RecordSet, field, literal: str) -> Field:
+    """A field of every record (a scalar of the schema) for the compiled writer."""
+    values = records[field.name]
+    if field.type == FieldDescriptor.TYPE_DOUBLE:
+        return float_field(literal, values)
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return bool_field(literal, values)
+    if field.type in _INT64_TYPES:
+        return int_field(literal, values, quoted=True)
+    if field.type == FieldDescriptor.TYPE_STRING:
+        return str_field(literal, values)
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        names = {v.number: v.name for v in field.enum_type.values}
+        if len(values) and 0 <= values.min() and values.max() <= max(names):
+            texts = [
+                string_texts([names[v]])[0] if v in names else str(v) for v in range(max(names) + 1)
+            ]
+            return table_field(literal, values, texts)
+        texts = string_texts(_field_values(records, field))  # as the Python path writes them
+        return table_field(literal, np.arange(len(values)), texts)
+    return int_field(literal, values)  # uint32 step_num
 
 
 def _with_records(header: dict, records) -> dict:
@@ -434,6 +510,49 @@ def database_dict(database: RooflineModel | roofline_model_pb2.RooflineModelData
     return _with_records(header, record_dicts(database.records))
 
 
+def _step_dicts(steps: list[StepInfo]) -> list[dict]:
+    return [
+        {
+            "step_num": s.step_num,
+            "complete": s.complete,
+            "duration_us": s.duration_ps / 1e6,
+            "holds_ops": s.holds_ops,
+        }
+        for s in steps
+    ]
+
+
+def _holds_ops(steps: list[StepInfo]) -> np.ndarray:
+    """``holds_ops`` of every step; of steps sharing a table, from its columns at once."""
+    table, index = shared_table(steps)
+    if table is None:
+        return np.fromiter((s.holds_ops for s in steps), bool, len(steps))
+    ran = np.concatenate([[0], np.cumsum(table.values["occurrences"] > 0)])
+    return ran[table.offsets[index + 1]] > ran[table.offsets[index]]
+
+
+def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None:
+    """The text of ``_step_dicts`` as the value of a top-level key, with the compiled writer
+    (None: without it, or for numbers beyond 64 bits, which ``json.dumps`` writes)."""
+    if not compiled_writer() or not steps:
+        return None
+    try:
+        numbers = np.fromiter((s.step_num for s in steps), np.int64, len(steps))
+        durations = np.fromiter((s.duration_ps for s in steps), np.int64, len(steps))
+    except OverflowError:
+        return None
+    complete = np.fromiter((s.complete for s in steps), bool, len(steps))
+    keys = ["step_num", "complete", "duration_us", "holds_ops"]
+    literals, tail = object_literals(keys, indent, 2)
+    fields = [
+        int_field(literals[0], numbers),
+        bool_field(literals[1], complete),
+        float_field(literals[2], durations / 1e6),
+        bool_field(literals[3], _holds_ops(steps)),
+    ]
+    return list_rows_pieces(fields, tail, indent, 1)
+
+
 def _body(
     model: RooflineModel,
     stats: OpStats,
@@ -441,6 +560,7 @@ def _body(
     selection: Selection,
     database: dict,
     ops: list[dict] | None = None,
+    steps: list[dict] | None = None,
 ) -> dict:
     return {
         "step": selection.label,
@@ -449,15 +569,7 @@ def _body(
         "sources": sources,
         "hosts": stats.hosts,
         "device": device_summary(stats),
-        "steps": [
-            {
-                "step_num": s.step_num,
-                "complete": s.complete,
-                "duration_us": s.duration_ps / 1e6,
-                "holds_ops": s.holds_ops,
-            }
-            for s in stats.steps
-        ],
+        "steps": _step_dicts(stats.steps) if steps is None else steps,
         "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
@@ -496,24 +608,41 @@ def complete_json_text(
     indent: int | None = None,
 ) -> str:
     """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
+    return "".join(complete_json_pieces(model, stats, sources, selection, indent))
+
+
+def complete_json_pieces(
+    model: RooflineModel,
+    stats: OpStats,
+    sources: list[str],
+    selection: Selection | None = None,
+    indent: int | None = None,
+) -> list[str]:
+    """``complete_json_text`` in pieces (the big ones never joined here)."""
     selection = selection or select(stats, TOTAL)
     header = _with_plausibility(message_to_dict(model.header), model, selection)
     if len(model.records):
         header = _with_records(header, [])
-    body = _body(model, stats, sources, selection, header, ops=[])
+    steps = _steps_pieces(stats.steps, indent) if len(model.records) else None
+    body = _body(
+        model, stats, sources, selection, header, ops=[], steps=None if steps is None else []
+    )
     if not len(model.records):
         body["ops"] = op_details(model, stats, selection)
-        return json.dumps(body, indent=indent)
+        return [json.dumps(body, indent=indent)]
     parts: dict[tuple, str | list[str]] = {
-        ("database", _RECORDS_KEY): records_text(model.records, indent, 2),
+        ("database", _RECORDS_KEY): _records_pieces(model.records, indent, 2),
         ("ops",): _op_details_text(model, stats, selection, indent),
     }
-    text = dumps_with(body, parts, indent)
-    if text is None:  # a placeholder clashed with the profile's text: the slow way
+    if steps is not None:
+        parts[("steps",)] = steps
+    pieces = dumps_pieces(body, parts, indent)
+    if pieces is None:  # a placeholder clashed with the profile's text: the slow way
         body["database"] = _with_plausibility(database_dict(model), model, selection)
         body["ops"] = op_details(model, stats, selection)
-        text = json.dumps(body, indent=indent)
-    return text
+        body["steps"] = _step_dicts(stats.steps)
+        pieces = [json.dumps(body, indent=indent)]
+    return pieces
 
 
 def selection_model(stats: OpStats, selection: Selection) -> RooflineModel:
@@ -539,9 +668,9 @@ def render_pieces(
     if fmt == "datatable":
         return datatable_pieces(model)
     if fmt == "json":
-        return [complete_json_text(model, stats, sources, selection, indent=1)]
+        return complete_json_pieces(model, stats, sources, selection, indent=1)
     if fmt == "csv":
-        return [csv_text(model)]
+        return csv_pieces(model)
     raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

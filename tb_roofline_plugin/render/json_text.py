@@ -1,21 +1,159 @@
 """JSON text written column by column, identical to ``json.dumps`` of the row dicts.
 
 Tens of thousands of records are too many to render through a dict per row and
-``json.dumps``: here each column becomes JSON text once (``float.__repr__`` runs on the
-non-zero numbers only) and each row is one ``%`` format of a template. The text is what
-``json.dumps`` writes with its defaults (ASCII, ``NaN``/``Infinity``), with or without
-``indent``.
+``json.dumps``. With the compiled writer (``_text.c``, built by setup.py where a compiler is
+available) whole rows are written from the columns in one C pass: ``rows_text`` of a row
+template of ``Field`` cells. Without it (or with ``TB_ROOFLINE_PURE=1``; tests compare the
+two) each column becomes JSON text once (``float.__repr__`` runs once per distinct number) and
+each row is one ``%`` format of a template. The text is what ``json.dumps`` writes with its
+defaults (ASCII, ``NaN``/``Infinity``), with or without ``indent``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from json.encoder import encode_basestring_ascii
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ..xspace.event_table import PURE_ENV  # the switch of every compiled part
+
+_text: Any
+try:
+    from . import _text  # type: ignore[attr-defined,no-redef]
+except ImportError:  # built without a C compiler: the renderers write their text in Python
+    _text = None
+
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def compiled_writer() -> bool:
+    """Whether rows are written by the compiled writer (built, and not turned off)."""
+    return _text is not None and os.environ.get(PURE_ENV, "") in ("", "0")
+
+
+# --- the compiled writer's row templates --------------------------------------------------------
+
+FLOAT, INT, BOOL, TABLE, STR = 1, 2, 3, 4, 5  # cell kinds of _text.rows
+
+
+class Field(NamedTuple):
+    """One cell of a row template, after its ``literal``; present in the rows where ``mask``
+    is true (None: every row)."""
+
+    literal: str
+    kind: int
+    values: Any  # a numpy column, or for STR a list of str
+    extra: Any = None  # the kind's form or texts (see the helpers below)
+    mask: np.ndarray | None = None
+
+
+def _mask(mask: np.ndarray | None) -> np.ndarray | None:
+    return None if mask is None else np.ascontiguousarray(mask, bool)
+
+
+def float_field(literal: str, values: np.ndarray, form: str = "json", mask=None) -> Field:
+    """float64 numbers as ``json.dumps`` (``json``) or ``repr`` (``repr``) writes them."""
+    values = np.ascontiguousarray(values, np.float64)
+    return Field(literal, FLOAT, values, 0 if form == "json" else 1, _mask(mask))
+
+
+def int_field(literal: str, values: np.ndarray, quoted: bool = False, mask=None) -> Field:
+    """Integers in decimal; ``quoted``: as JSON strings (protobuf JSON's 64-bit integers)."""
+    return Field(literal, INT, np.ascontiguousarray(values), 1 if quoted else 0, _mask(mask))
+
+
+def bool_field(literal: str, values: np.ndarray, texts=("true", "false"), mask=None) -> Field:
+    """Booleans as ``texts`` (true, false): JSON's, or ``("True", "False")`` for CSV."""
+    values = np.ascontiguousarray(values, bool)
+    return Field(literal, BOOL, values, tuple(t.encode() for t in texts), _mask(mask))
+
+
+def table_field(literal: str, codes: np.ndarray, texts: list[str], mask=None) -> Field:
+    """Each row's text from ``texts`` (already written: JSON text, CSV field) by its code."""
+    codes = np.ascontiguousarray(codes)
+    return Field(literal, TABLE, codes, [t.encode() for t in texts], _mask(mask))
+
+
+def str_field(literal: str, values, form: str = "json", mask=None) -> Field:
+    """str values as JSON strings (``json``) or CSV fields with ``"`` doubled (``csv``)."""
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    return Field(literal, STR, values, 0 if form == "json" else 1, _mask(mask))
+
+
+def rows_text(
+    fields: list[Field], tail: str, separator: str, start: int = 0, stop: int | None = None
+) -> str:
+    """Rows ``start`` to ``stop`` (default: all) of a template, joined by ``separator``: each
+    row is, for each field present in it, the field's literal and its cell, then ``tail``."""
+    if stop is None:
+        stop = min((len(f.values) for f in fields), default=0)
+    specs = [(f.literal.encode(), f.kind, f.values, f.extra, f.mask) for f in fields]
+    return _text.rows(specs, start, stop, separator.encode(), tail.encode())
+
+
+def object_literals(keys: list[str], indent: int | None, level: int) -> tuple[list[str], str]:
+    """The literal before each key's value in one dict at nesting ``level`` (as
+    ``json.dumps`` lays it out), and the dict's closing text; the first key is in every row."""
+    inner = _pad(indent, level + 1)
+    between = "," + inner if indent is not None else ", "
+    names = [encode_basestring_ascii(k) + ": " for k in keys]
+    literals = ["{" + inner + names[0]] + [between + name for name in names[1:]]
+    return literals, _pad(indent, level) + "}"
+
+
+def nested_object_fields(
+    literal: str,
+    items: list[tuple[str, Callable[[str, np.ndarray], Field]]],
+    present: list[np.ndarray],
+    mask: np.ndarray,
+    indent: int | None,
+    level: int,
+) -> list[Field]:
+    """A dict value at ``level``, after ``literal``, in the rows where ``mask`` is true; each of
+    its keys only where ``present`` says (``{}`` where none is): ``items`` are (key, the
+    field of its value given a literal and a mask)."""
+    inner = _pad(indent, level + 1)
+    between = "," + inner if indent is not None else ", "
+    before = np.zeros(len(mask), bool)  # a key was written before, in each row
+    fields = [_nothing(literal + "{}", mask & ~np.logical_or.reduce(present, initial=False))]
+    for (key, make), here in zip(items, present):
+        here = mask & here
+        name = encode_basestring_ascii(key) + ": "
+        fields.append(make(literal + "{" + inner + name, here & ~before))
+        fields.append(make(between + name, here & before))
+        before = before | here
+    fields.append(_nothing(_pad(indent, level) + "}", before))
+    return fields
+
+
+def _nothing(literal: str, mask: np.ndarray) -> Field:
+    """Only ``literal``, in the rows of ``mask``."""
+    return table_field(literal, np.zeros(len(mask), np.int8), [""], mask)
+
+
+def list_rows_pieces(fields: list[Field], tail: str, indent: int | None, level: int) -> list[str]:
+    """A JSON list at ``level`` of one row of ``fields`` (items at ``level + 1``) per row, in
+    pieces (the rows are one piece, never copied to be put together)."""
+    if not min((len(f.values) for f in fields), default=0):
+        return ["[]"]
+    separator = "," + _pad(indent, level + 1) if indent is not None else ", "
+    items = rows_text(fields, tail, separator)
+    return ["[" + _pad(indent, level + 1), items, _pad(indent, level) + "]"]
+
+
+def column_field(literal: str, values: np.ndarray | list) -> Field:
+    """A column as the JSON values of its Python items: str, float, bool or int."""
+    if isinstance(values, list) or values.dtype == object:
+        return str_field(literal, values)
+    if values.dtype == np.float64:
+        return float_field(literal, values)
+    if values.dtype == bool:
+        return bool_field(literal, values)
+    return int_field(literal, values)
 
 
 def float_columns_text(columns: list[np.ndarray], form: str = "json") -> list[list[str]]:
