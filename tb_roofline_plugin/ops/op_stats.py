@@ -60,8 +60,12 @@ class StepInfo:
 
 def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
     """The StepInfo of every step of ``table`` (same order)."""
+    # As Python ints and bools once: tens of thousands of steps, no numpy scalar each.
+    numbers = np.asarray(numbers, np.int64).tolist()
+    complete = np.asarray(complete, bool).tolist()
+    durations = np.asarray(durations, np.int64).tolist()
     return [
-        StepInfo(int(num), bool(done), duration_ps=int(d), table=table, index=i)
+        StepInfo(num, done, duration_ps=d, table=table, index=i)
         for i, (num, done, d) in enumerate(zip(numbers, complete, durations))
     ]
 

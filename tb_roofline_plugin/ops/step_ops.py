@@ -140,6 +140,8 @@ class StepOps:
 
     def keep_rows(self, mask: np.ndarray) -> StepOps:
         """The table with only the rows where ``mask`` is true (steps stay)."""
+        if mask.all():  # the usual case: no copy of every column
+            return replace(self, values=dict(self.values))
         kept = np.concatenate([[0], np.cumsum(mask)])
         return replace(
             self,
