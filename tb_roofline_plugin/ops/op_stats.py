@@ -471,16 +471,7 @@ def _added(so_far: HostsStepOps, block: _Block, keys: np.ndarray) -> HostsStepOp
     values = {}
     for name, sums in so_far.values.items():
         out = sums.copy()
-        rows = block.column(name)[block.src]
-        if name == "has_breakdown":
-            if once:
-                out[cell] |= rows
-            else:
-                np.logical_or.at(out, cell, rows)
-        elif once:
-            out[cell] += rows
-        else:
-            np.add.at(out, cell, rows)
+        _add_rows(out, cell, block.column(name)[block.src], once)
         values[name] = out
     totals = so_far.total_time_ps.copy()
     if block.where is None:
@@ -488,6 +479,20 @@ def _added(so_far: HostsStepOps, block: _Block, keys: np.ndarray) -> HostsStepOp
     else:
         totals[block.where] += block.totals
     return replace(so_far, values=values, total_time_ps=totals)
+
+
+def _add_rows(out: np.ndarray, cells: np.ndarray, rows: np.ndarray, once: bool) -> None:
+    """Adds ``rows`` into ``out`` at ``cells`` (or-ed for bool columns such as has_breakdown);
+    ``once``: no cell repeats, so one fancy-indexed update does."""
+    if out.dtype == bool:
+        if once:
+            out[cells] |= rows
+        else:
+            np.logical_or.at(out, cells, rows)
+    elif once:
+        out[cells] += rows
+    else:
+        np.add.at(out, cells, rows)
 
 
 def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsStepOps:
@@ -529,16 +534,7 @@ def _merged(blocks: list[_Block], groups: int, keys: list[np.ndarray]) -> HostsS
         # A block meets a cell at most once but where an op repeats in a step: then in order.
         once = not len(mine) or np.bincount(mine).max() <= 1
         for name, out in values.items():
-            rows = block.column(name)[block.src]
-            if name == "has_breakdown":
-                if once:
-                    out[mine] |= rows
-                else:
-                    np.logical_or.at(out, mine, rows)
-            elif once:
-                out[mine] += rows
-            else:
-                np.add.at(out, mine, rows)
+            _add_rows(out, mine, block.column(name)[block.src], once)
     totals = np.zeros(groups, np.int64)
     for block in blocks:
         if block.where is None:
