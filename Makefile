@@ -42,7 +42,7 @@ protos: $(VENV)/.installed
 	$(PY) -m tb_roofline_plugin.protos.generate
 
 bench: $(VENV)/.installed
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py --browser
 
 clean:
 	rm -rf $(VENV) build *.egg-info node_modules
