@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from google.protobuf.message import DecodeError
 
@@ -18,6 +18,9 @@ from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import host_name, is_pytorch_trace
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 NO_OPS = (
     "This profile has no TPU or GPU device planes and no XLA op events on the host "
@@ -239,24 +242,32 @@ def _done_here(here: Callable[[int], T], i: int) -> T | _Failed:
 class WorkerPool:
     """A process pool whose workers start in the background: ``submit`` gives None until
     they are up, so the caller works meanwhile (a fork server's first start, for one,
-    takes as long as a fresh interpreter's imports, and blocks whoever starts it)."""
+    takes as long as a fresh interpreter's imports, and blocks whoever starts it).
+    Made stopped; ``start`` starts it."""
 
     def __init__(self, processes: int, start_method: str, preload: list[str]) -> None:
+        self.processes = processes
+        self.start_method = start_method
+        self.preload = preload
+        self._pool: ProcessPoolExecutor | None = None
+        self._up = threading.Event()
+
+    def start(self) -> WorkerPool:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        context = multiprocessing.get_context(start_method)
-        if start_method == "forkserver":
-            context.set_forkserver_preload(preload)  # workers forked with these loaded
-        self.processes = processes
-        self._pool = ProcessPoolExecutor(processes, mp_context=context)
-        self._up = threading.Event()
-        if start_method == "fork":  # in milliseconds, and only while no other thread runs
+        context = multiprocessing.get_context(self.start_method)
+        if self.start_method == "forkserver":
+            context.set_forkserver_preload(self.preload)  # workers forked with these loaded
+        self._pool = ProcessPoolExecutor(self.processes, mp_context=context)
+        if self.start_method == "fork":  # in milliseconds, and only while no other thread runs
             self._start()
         else:
             threading.Thread(target=self._start, daemon=True).start()
+        return self
 
     def _start(self) -> None:
+        assert self._pool is not None
         try:
             for started in [self._pool.submit(os.getpid) for _ in range(self.processes)]:
                 started.result()
@@ -265,9 +276,13 @@ class WorkerPool:
         self._up.set()
 
     def submit(self, fn: Callable, *args) -> Future | None:
-        return self._pool.submit(fn, *args) if self._up.is_set() else None
+        if self._pool is None or not self._up.is_set():
+            return None
+        return self._pool.submit(fn, *args)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        if self._pool is None:  # never started
+            return
         self._up.wait()  # not while it starts
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
@@ -301,7 +316,7 @@ def _each_host(
         for path in paths:
             yield analyze_file(path, peaks)
         return
-    pool = WorkerPool(processes, start_method, [__name__, *READERS])
+    pool = WorkerPool(processes, start_method, [__name__, *READERS]).start()
     try:
         yield from shared_in_order(
             len(paths),

@@ -339,7 +339,7 @@ class RooflineService:
         with self._lock:
             if self._pool is None:
                 preload = [convert_or_none.__module__, *READERS]
-                self._pool = WorkerPool(self.workers - 1, default_start_method(), preload)
+                self._pool = WorkerPool(self.workers - 1, default_start_method(), preload).start()
             return self._pool
 
     def peaks_choice(self, peaks: str | None) -> PeaksChoice | None:
