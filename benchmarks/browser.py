@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,41 +41,9 @@ PAINTED = "() => window.__roofline && window.__roofline.opChartFirstPaintMs"
 MARKS = ("plotlyLoadedMs", "dataLoadedMs", "panelShownMs", "opChartFirstPaintMs")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=600) as response:
         return response.read()
-
-
-def _start_tensorboard(logdir: str) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    exe = Path(sys.executable).with_name("tensorboard")
-    proc = subprocess.Popen(
-        [str(exe), "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit("tensorboard exited before answering")
-        try:
-            _get(f"{base}/data/plugins_listing")
-            return proc, base
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.terminate()
-                raise SystemExit("tensorboard did not answer within 120 s") from None
-            time.sleep(0.2)
 
 
 def _navigate(page, url: str, frame_of=None) -> dict:
@@ -169,7 +136,9 @@ def main(argv: list[str]) -> int:
         run.mkdir(parents=True)
         os.symlink(args.profile.resolve(), run / args.profile.name)
         host = args.profile.name.removesuffix(".xplane.pb")
-        proc, base = _start_tensorboard(logdir)
+        from serve import start_tensorboard  # benchmarks/serve.py
+
+        proc, base = start_tensorboard(logdir)
         try:
             start = time.perf_counter()
             _get(f"{base}/data/plugin/roofline/data?run=run1&host={host}&format=json&step=total")

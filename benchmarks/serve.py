@@ -119,29 +119,42 @@ def _link(logdir: str, i: int, profile: Path) -> tuple[str, float]:
     return profile.name[: -len(SUFFIX)], profile.stat().st_size / 1e6
 
 
+def start_tensorboard(logdir: str, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """TensorBoard (this venv's, in ``env``) on ``logdir`` and its URL, once the roofline
+    plugin answers (SystemExit if it exits or does not answer within 120 s)."""
+    port = _free_port()
+    exe = Path(sys.executable).with_name("tensorboard")
+    proc = subprocess.Popen(
+        [str(exe), "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit("tensorboard exited before answering")
+        try:
+            _timed_get(f"{base}/data/plugin/roofline/runs")
+            return proc, base
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.terminate()
+                raise SystemExit("tensorboard did not answer within 120 s") from None
+            time.sleep(0.2)
+
+
 def measure(profiles: list[Path], repeat_cached: int = 20, env: dict | None = None) -> list[dict]:
     """Starts TensorBoard (in ``env``) on the profiles and times each one's first and cached
     request."""
     rows = []
     with tempfile.TemporaryDirectory() as logdir:
         asked = [_link(logdir, i, profile) for i, profile in enumerate(profiles)]
-        port = _free_port()
-        exe = Path(sys.executable).with_name("tensorboard")
-        proc = subprocess.Popen(
-            [str(exe), "--logdir", logdir, "--host", "127.0.0.1", "--port", str(port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-        base = f"http://127.0.0.1:{port}/data/plugin/roofline"
+        proc, root = start_tensorboard(logdir, env)
+        base = f"{root}/data/plugin/roofline"
         try:
-            for _ in range(300):
-                try:
-                    _timed_get(f"{base}/runs")
-                    break
-                except OSError:
-                    time.sleep(0.2)
             for i, (profile, (host, megabytes)) in enumerate(zip(profiles, asked)):
                 url = f"{base}/data?run=run{i}&host={host}&tag=roofline_model"
                 cpu_before = tree_cpu_s(process_tree(proc.pid))

@@ -78,6 +78,16 @@ def shared_table(steps: list[StepInfo]) -> tuple[StepOps | None, np.ndarray]:
     return table, np.array([s.index for s in steps], np.int64)
 
 
+def steps_holding_ops(steps: list[StepInfo]) -> np.ndarray:
+    """``holds_ops`` of every step (bool array); of steps sharing a table, from its columns
+    at once, not step by step."""
+    table, index = shared_table(steps)
+    if table is None:
+        return np.fromiter((s.holds_ops for s in steps), bool, len(steps))
+    ran = np.concatenate([[0], np.cumsum(table.values["occurrences"] > 0)])
+    return ran[table.offsets[index + 1]] > ran[table.offsets[index]]
+
+
 def step_nbytes(steps: list[StepInfo]) -> int:
     """Memory the steps' ops hold: each shared table once, and the steps' own dbs."""
     tables = {id(s.table): s.table for s in steps if s._db is None and s.table is not None}
@@ -91,7 +101,7 @@ def steps_without_ops_note(stats: OpStats) -> str | None:
     op ran, or was launched, outside the steps), else None."""
     if not stats.steps or not (stats.all_db.occurrences > 0).any():
         return None
-    if any(s.holds_ops for s in stats.steps):
+    if steps_holding_ops(stats.steps).any():
         return None
     numbers = sorted(s.step_num for s in stats.steps)
     if len(numbers) == 1:

@@ -15,7 +15,7 @@ import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
-from ..ops.op_stats import OpStats, StepInfo, shared_table, steps_without_ops_note
+from ..ops.op_stats import OpStats, StepInfo, steps_holding_ops, steps_without_ops_note
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
@@ -510,29 +510,22 @@ def database_dict(database: RooflineModel | roofline_model_pb2.RooflineModelData
     return _with_records(header, record_dicts(database.records))
 
 
-def _step_dicts(steps: list[StepInfo]) -> list[dict]:
+def step_dicts(steps: list[StepInfo]) -> list[dict]:
+    """Each step as the json export and the steps route give it."""
+    holding = steps_holding_ops(steps).tolist()
     return [
         {
             "step_num": s.step_num,
             "complete": s.complete,
             "duration_us": s.duration_ps / 1e6,
-            "holds_ops": s.holds_ops,
+            "holds_ops": holds,
         }
-        for s in steps
+        for s, holds in zip(steps, holding)
     ]
 
 
-def _holds_ops(steps: list[StepInfo]) -> np.ndarray:
-    """``holds_ops`` of every step; of steps sharing a table, from its columns at once."""
-    table, index = shared_table(steps)
-    if table is None:
-        return np.fromiter((s.holds_ops for s in steps), bool, len(steps))
-    ran = np.concatenate([[0], np.cumsum(table.values["occurrences"] > 0)])
-    return ran[table.offsets[index + 1]] > ran[table.offsets[index]]
-
-
 def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None:
-    """The text of ``_step_dicts`` as the value of a top-level key, with the compiled writer
+    """The text of ``step_dicts`` as the value of a top-level key, with the compiled writer
     (None: without it, or for numbers beyond 64 bits, which ``json.dumps`` writes)."""
     if not compiled_writer() or not steps:
         return None
@@ -548,7 +541,7 @@ def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None
         int_field(literals[0], numbers),
         bool_field(literals[1], complete),
         float_field(literals[2], durations / 1e6),
-        bool_field(literals[3], _holds_ops(steps)),
+        bool_field(literals[3], steps_holding_ops(steps)),
     ]
     return list_rows_pieces(fields, tail, indent, 1)
 
@@ -569,7 +562,7 @@ def _body(
         "sources": sources,
         "hosts": stats.hosts,
         "device": device_summary(stats),
-        "steps": _step_dicts(stats.steps) if steps is None else steps,
+        "steps": step_dicts(stats.steps) if steps is None else steps,
         "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
@@ -640,7 +633,7 @@ def complete_json_pieces(
     if pieces is None:  # a placeholder clashed with the profile's text: the slow way
         body["database"] = _with_plausibility(database_dict(model), model, selection)
         body["ops"] = op_details(model, stats, selection)
-        body["steps"] = _step_dicts(stats.steps)
+        body["steps"] = step_dicts(stats.steps)
         pieces = [json.dumps(body, indent=indent)]
     return pieces
 

@@ -23,7 +23,7 @@ from ..peaks.perf_env import PerfEnv
 from ..platforms.analysis import READERS, WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
-from ..render.export import complete_json_text, selection_model
+from ..render.export import complete_json_text, selection_model, step_dicts
 from ..roofline.compare import Side, compare
 from ..roofline.model import RooflineModel, roofline_model
 from ..roofline.records import MAX_OP_RECORDS
@@ -415,15 +415,7 @@ class RooflineService:
         stats = self.result(run, host).stats
         return {
             "has_step_markers": stats.has_step_markers,
-            "steps": [
-                {
-                    "step_num": s.step_num,
-                    "complete": s.complete,
-                    "duration_us": s.duration_ps / 1e6,
-                    "holds_ops": s.holds_ops,
-                }
-                for s in stats.steps
-            ],
+            "steps": step_dicts(stats.steps),
         }
 
     def data(
