@@ -403,21 +403,23 @@ def datatable_pieces(
     """
     model = as_model(database)
     cols, table, diagnostics = _tables(model)
-    rows = ["["]
     if compiled_writer():
         fields, tail, separator = _row_fields(model.records, cols, "json")
-        for start in range(0, len(model.records), ROWS_PER_PIECE):
-            stop = min(start + ROWS_PER_PIECE, len(model.records))
-            rows += [", " if start else "", rows_text(fields, tail, separator, start, stop)]
-        rows.append("]")
-        pieces = dumps_pieces([table, diagnostics], {(0, "rows"): rows}, None)
-        return pieces if pieces is not None else [json.dumps(to_datatable(model))]
-    template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
+
+        def piece(start: int, stop: int) -> str:
+            return rows_text(fields, tail, separator, start, stop)
+
+    else:
+        template = '{"c": [' + ", ".join(['{"v": %s}'] * len(cols)) + "]}"
+
+        def piece(start: int, stop: int) -> str:
+            texts = _columns_text(model.records.take(slice(start, stop)), cols, "json")
+            return ", ".join([template % row for row in zip(*texts)])
+
+    rows = ["["]
     for start in range(0, len(model.records), ROWS_PER_PIECE):
-        part = model.records.take(slice(start, start + ROWS_PER_PIECE))
-        texts = _columns_text(part, cols, "json")
-        rows += [", " if start else "", ", ".join([template % row for row in zip(*texts)])]
-        del texts
+        stop = min(start + ROWS_PER_PIECE, len(model.records))
+        rows += [", " if start else "", piece(start, stop)]
     rows.append("]")
     pieces = dumps_pieces([table, diagnostics], {(0, "rows"): rows}, None)
     return pieces if pieces is not None else [json.dumps(to_datatable(model))]
