@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 from .errors import RooflineError
+from .metadata import PARALLEL_MIN_MB
 
 EXIT_BAD_INPUT = 2
-PARALLEL_MIN_MB = 16  # platforms.analysis.PARALLEL_MIN_BYTES (not imported at start-up)
 _PEAKS_HELP = (
     "device peaks to judge by instead of the profile's (a what-if), or for profiles without "
     "peaks (CPU): a built-in device name (e.g. h100-sxm, mi300x, tpu-v5p) or a JSON file "

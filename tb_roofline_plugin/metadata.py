@@ -8,3 +8,5 @@ ALL_HOSTS = "ALL_HOSTS"  # the host value that selects every host of a run, comb
 # Flag defaults (--roofline_cache_mb, --roofline_max_file_mb).
 DEFAULT_CACHE_MB = 512
 DEFAULT_MAX_FILE_MB = 4096
+# export --workers' default: one process per idle core once a run's hosts are this big together.
+PARALLEL_MIN_MB = 16

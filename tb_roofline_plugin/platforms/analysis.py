@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
+from ..metadata import PARALLEL_MIN_MB
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
@@ -152,7 +153,7 @@ READERS = (
     f"{__package__}.cpu",
     "tb_roofline_plugin.kineto",
 )
-PARALLEL_MIN_BYTES = 16_000_000  # hosts of a run together; below, one process is as fast
+PARALLEL_MIN_BYTES = PARALLEL_MIN_MB * 1_000_000  # hosts of a run; below, one process is as fast
 
 
 def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
