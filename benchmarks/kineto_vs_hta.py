@@ -36,7 +36,7 @@ FLOOR = (
     "json.load(gzip.open(p, 'rt') if p.endswith('.gz') else open(p))"
 )
 GENERATE = (
-    "import sys; from tb_roofline_plugin.demo.pytorch import KinetoSpec, steps_for_mb, "
+    "import sys; from tb_roofline_plugin.demo import KinetoSpec, steps_for_mb, "
     "write_trace; write_trace(sys.argv[1], KinetoSpec(steps=steps_for_mb(float(sys.argv[2]))))"
 )
 HTA_LOAD = (

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tb_roofline_plugin.demo.pytorch import KinetoSpec, steps_for_mb, write_trace
+from tb_roofline_plugin.demo import KinetoSpec, steps_for_mb, write_trace
 from tb_roofline_plugin.kineto import analyze_trace, trace_reader
 
 SMALL = KinetoSpec(steps=2, layers=2, batch=8, seed=3)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..protos import xplane_pb2
 from .gpu import GpuSpec, gpu_xspace
-from .pytorch import KinetoSpec, trace_file_name, write_trace
+from .pytorch import trace_file_name, write_trace
+from .pytorch_spec import KinetoSpec
 from .tpu import TpuSpec, tpu_xspace
 
 
