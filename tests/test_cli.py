@@ -117,8 +117,8 @@ def test_empty_file(tmp_path):
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        (b'{"traceEvents": []}', "not an XSpace profile: it looks like a JSON document (PyTorch"),
-        (b"\x1f\x8b\x08\x00\x00\x00", "not an XSpace profile: it looks like a gzip file (PyTorch"),
+        (b'{"traceEvents": []}', "not an XSpace profile: it looks like a PyTorch profiler trace"),
+        (b"\x1f\x8b\x08\x00\x00\x00", "not an XSpace profile: it looks like a gzip file"),
         (b"\x08\x96\x01", "not an XSpace profile: no profile planes found"),
     ],
 )
@@ -131,7 +131,7 @@ def test_foreign_files(tmp_path, content, expected):
 
 def test_directory_without_profiles_and_missing_path(tmp_path):
     assert _bad("export", str(tmp_path)).endswith(
-        "directory contains no *.xplane.pb or *.pt.trace.json profiles"
+        "directory contains no *.xplane.pb profiles or PyTorch profiler traces (*.json[.gz])"
     )
     assert _bad("export", str(tmp_path / "nope")).endswith("nope: no such file or directory")
 

@@ -90,8 +90,9 @@ def test_cli_reads_a_trace_folder_and_tells_a_trace_from_a_corrupt_profile(share
     proc = run_cli("export", str(misnamed))
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
-        f"tb-roofline: error: {misnamed}: not an XSpace profile: it looks like a gzip file "
-        "(PyTorch profiler traces are read from files named *.pt.trace.json[.gz])"
+        f"tb-roofline: error: {misnamed}: not an XSpace profile: it looks like a PyTorch "
+        "profiler trace (JSON), but a file named *.xplane.pb is read as XSpace: name it "
+        "<worker>.<timestamp>.pt.trace.json[.gz]"
     )
     empty = tmp_path / "w.1.pt.trace.json"
     empty.write_bytes(b"")

@@ -5,6 +5,11 @@ The trace is Chrome trace JSON: ``traceEvents`` (``ph: "X"`` complete events wit
 Only complete events are kept (flows, metadata and instants are not needed: a kernel is tied
 to its op through the runtime call's correlation id and the call's place in the op's span).
 
+Kineto of PyTorch 1.8-1.10 wrote other names (categories ``Operator``, ``Kernel``,
+``Runtime``, ``Memcpy``, ``Memset``, ``Python``; the arg ``external id``; device properties
+as ``computeProperties`` with ``major``, ``minor``, ``multiProcessorCount``): they are read
+under today's names, so the rest of the code knows only those.
+
 JSON is parsed by ``orjson`` when it is importable and the text is at most
 ``ORJSON_MAX_BYTES`` (whole-document parse: fastest), else by the standard library one event
 at a time (``json.JSONDecoder.raw_decode``), so a trace of hundreds of MB never has a dict
@@ -42,6 +47,24 @@ except ImportError:  # pragma: no cover - depends on the environment
 # since turning events into columns costs as much as parsing them).
 ORJSON_MAX_BYTES = 64 << 20
 NO_VALUE = -1
+# Older Kineto's category names (any case) -> today's.
+MODERN_CATEGORIES = {
+    "operator": "cpu_op",
+    "kernel": "kernel",
+    "runtime": "cuda_runtime",
+    "memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "python": "python_function",
+}
+# The categories of CPU ops (whose recorded shapes are kept), today's name first.
+OP_CATEGORIES = ("cpu_op", "Operator")
+# Older Kineto's device property keys -> today's.
+MODERN_PROPERTIES = {
+    "major": "computeMajor",
+    "minor": "computeMinor",
+    "multiProcessorCount": "numSms",
+}
+_MISSING = object()
 # Larger (or non-finite) flops/bytes args are corrupt: sums over millions of events must stay
 # finite (as the XSpace reader's stat values).
 MAX_MAGNITUDE = 1e200
@@ -292,7 +315,9 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     op_dims: list[Any] = []
     op_types: list[Any] = []
     op_concrete: list[Any] = []
-    cpu_op = categories("cpu_op")
+    for op_category in OP_CATEGORIES:  # codes 0..len-1: one comparison tells a CPU op
+        categories(op_category)
+    op_codes = len(OP_CATEGORIES)
     # Known values' codes looked up without a call (millions of events).
     name_code, category_code = names.index.get, categories.index.get
     pid_code, thread_code = pids.index.get, threads.index.get
@@ -311,7 +336,7 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         cat = category_code(value)
         if cat is None:
             cat = categories(value)
-        if cat == cpu_op:
+        if cat < op_codes:
             op_rows.append(done + len(name))
             op_dims.append(args.get("Input Dims"))
             op_types.append(args.get("Input type"))
@@ -329,7 +354,8 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         begin_us.append(ts)
         dur_us.append(dur)
         correlation.append(args.get("correlation", NO_VALUE))
-        external.append(args.get("External id", NO_VALUE))
+        value = args.get("External id", _MISSING)
+        external.append(args.get("external id", NO_VALUE) if value is _MISSING else value)
         device.append(args.get("device", NO_VALUE))
         flops.append(args.get("flops", 0))
         nbytes.append(args.get("bytes", 0))
@@ -342,6 +368,7 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         parts[key].append(convert(values[key]))
     column = {key: np.concatenate(chunks) for key, chunks in parts.items()}
     del parts, values
+    column["category"], category_names = _modern_categories(column["category"], categories.values)
     # Integer microseconds (older Kineto) are exact in float64 up to 2^53; times are made
     # relative before scaling so nanosecond fractions survive.
     ts_us = column.pop("begin_us")
@@ -350,11 +377,10 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     begin_ns = np.rint((ts_us - base) * 1000.0).astype(np.int64)
     del ts_us
     dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
-    properties = document.get("deviceProperties")
     return TraceEvents(
         **column,
         names=[str(n) for n in names.values],
-        categories=[str(c) for c in categories.values],
+        categories=category_names,
         begin_ns=begin_ns,
         dur_ns=dur_ns,
         pids=pids.values,
@@ -364,11 +390,49 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         op_types=_objects(op_types),
         op_concrete=_objects(op_concrete),
         base_us=base,
-        device_properties=[p for p in properties if isinstance(p, dict)]
-        if isinstance(properties, list)
-        else [],
-        metadata={k: v for k, v in document.items() if k != "deviceProperties"},
+        device_properties=_device_properties(document),
+        metadata={
+            k: v for k, v in document.items() if k not in ("deviceProperties", "computeProperties")
+        },
     )
+
+
+def _modern_categories(codes: np.ndarray, raw: list) -> tuple[np.ndarray, list[str]]:
+    """The category column and names under today's names (``MODERN_CATEGORIES``), with
+    only the categories events have: the mapping is worked out on the distinct codes,
+    then applied to the column in one lookup."""
+    used = np.bincount(codes, minlength=len(raw)) > 0
+    names: list[str] = []
+    lookup = np.full(len(raw), -1, np.int32)
+    for code in np.flatnonzero(used).tolist():
+        name = str(raw[code])
+        name = MODERN_CATEGORIES.get(name.lower(), name)
+        if name not in names:
+            names.append(name)
+        lookup[code] = names.index(name)
+    if np.array_equal(lookup[used], np.arange(len(raw), dtype=np.int32)[used]):
+        return codes, names
+    return lookup[codes], names
+
+
+def _device_properties(document: dict) -> list[dict]:
+    """``deviceProperties`` (or older Kineto's ``computeProperties``), one dict per device,
+    with today's keys (``MODERN_PROPERTIES``)."""
+    properties = document.get("deviceProperties")
+    if properties is None:
+        properties = document.get("computeProperties")
+    if not isinstance(properties, list):
+        return []
+    return [_modern_keys(p) for p in properties if isinstance(p, dict)]
+
+
+def _modern_keys(device: dict) -> dict:
+    """One device's properties, an older key renamed unless today's is there too."""
+    renamed = {}
+    for key, value in device.items():
+        modern = MODERN_PROPERTIES.get(key)
+        renamed[modern if modern is not None and modern not in device else key] = value
+    return renamed
 
 
 def _check_times(ts_us: np.ndarray, dur_us: np.ndarray, where: str) -> float:

@@ -17,7 +17,7 @@ from ..metadata import PARALLEL_MIN_MB
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
-from ..xspace.discovery import host_name, is_pytorch_trace
+from ..xspace.discovery import file_head, host_name, is_trace_file
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
 
 if TYPE_CHECKING:
@@ -114,9 +114,9 @@ def analyze_decoded(profile: Profile, path: str, peaks: PerfEnv | None = None) -
 
 
 def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
-    """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name);
-    an XSpace file's bytes are let go as soon as the lines are read."""
-    if is_pytorch_trace(path):
+    """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name,
+    else by its first bytes); an XSpace file's bytes are let go as soon as the lines are read."""
+    if is_trace_file(path, file_head(path)):
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
         return analyze_trace(path, peaks)

@@ -7,7 +7,7 @@ import os
 from ..errors import ProfileError, UnreadableProfile
 from ..ops.op_stats import OpStats
 from ..platforms.analysis import analyze_decoded
-from ..xspace.discovery import filesystem, is_pytorch_trace
+from ..xspace.discovery import SNIFF_BYTES, filesystem, is_trace_file
 from ..xspace.profile_reader import decode_profile
 from . import stats_store
 
@@ -25,7 +25,7 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
         data = fs.read(path)
     except OSError as exc:
         raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
-    if is_pytorch_trace(path):
+    if is_trace_file(path, data[:SNIFF_BYTES]):
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
         return analyze_trace(path, perf_env, data)

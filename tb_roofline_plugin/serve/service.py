@@ -7,6 +7,7 @@ mtime) in a bounded single-flight LRU; nothing is written anywhere.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import Future
@@ -34,6 +35,7 @@ from .calibrator import CALIBRATED, Calibrator, inside
 from .convert import convert_file, convert_or_none
 from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devices, with_peaks
 
+_LOG = logging.getLogger(__name__)
 FORMATS = ("datatable", "json")
 MAX_VALUE_CHARS = 1024
 DISCOVERY_TTL_S = 5.0
@@ -163,7 +165,7 @@ class RooflineService:
         workers: int = 1,
         cache_dir: str | None = None,
         calibrator: Calibrator | None = None,
-        discover: Callable[[str], dict[str, discovery.Run]] = discovery.discover,
+        discover: Callable[[str], dict[str, discovery.Run]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.logdir = logdir
@@ -182,7 +184,10 @@ class RooflineService:
         self._prefetching = threading.Lock()  # one parallel conversion batch at a time
         self.max_file_bytes = int(max_file_mb * 1e6)
         self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
-        self._discover = discover
+        self._discover = discover or self._scan
+        # Folders of JSON traces under names discovery does not read -> their names; each
+        # folder is told about once, in a server-log WARNING (skipped_note).
+        self.skipped_traces: dict[str, list[str]] = {}
         self._clock = clock
         self._runs: dict[str, discovery.Run] = {}
         self._runs_at = -float("inf")
@@ -197,6 +202,15 @@ class RooflineService:
                 self._runs = self._discover(self.logdir)
                 self._runs_at = self._clock()
             return self._runs
+
+    def _scan(self, logdir: str) -> dict[str, discovery.Run]:
+        """discovery's runs; a WARNING the first time a folder of misnamed traces is seen."""
+        found = discovery.scan(logdir)
+        for folder, names in found.skipped.items():
+            if folder not in self.skipped_traces:
+                _LOG.warning("tb-roofline: %s", discovery.skipped_note(folder, names))
+            self.skipped_traces[folder] = names
+        return found.runs
 
     def _run(self, run: str | None) -> discovery.Run:
         run = required_value("run", run)

@@ -8,17 +8,34 @@ the logdir; each worker is a host, and several captures of one worker are told a
 their timestamps. Other files in run folders (XProf's caches, JAX's traces, HLO dumps) are
 ignored. Local paths use ``os``; other schemes (``gs://``, ...) go through TensorBoard's
 filesystem layer.
+
+A trace under another name (``prof.export_chrome_trace("trace.json")``) is read when named
+on the command line (``looks_like_trace`` tells it by its first bytes), but a logdir's other
+JSON files are not read as runs (configs, JAX's own traces, ...): ``scan`` reports those that
+look like traces in folders without XSpace, so the user can be told to rename them.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
 PROFILE_SUFFIX = ".xplane.pb"
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # torch.profiler traces
+JSON_SUFFIXES = (".json.gz", ".json")  # other names a trace is given (export_chrome_trace)
+TRACE_NAME = "<worker>.<timestamp>.pt.trace.json[.gz]"  # what tensorboard_trace_handler writes
+SNIFF_BYTES = 4096  # of a file (and of its gunzipped text) that tell a JSON trace
+SNIFF_PER_FOLDER = 20  # JSON files of one logdir folder looked into for a skipped-trace note
+SNIFF_PER_WALK = 200  # ... and of one whole walk
+GZIP_MAGIC = b"\x1f\x8b"
+# A JSON object's start, up to its first key's colon. An XSpace never matches: its first
+# byte (0x0a) is JSON whitespace, but no XPlane field's tag is ``{`` (0x7b) and a varint
+# length byte of 0x7b is followed by a field tag, not by a JSON key and ``:``.
+_JSON_OBJECT_START = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"(?:[^"\\\x00-\x1f]|\\.)*"[ \t\r\n]*:')
 PROFILE_DIR = ("plugins", "profile")
 MAX_DIRS = 100_000  # bound on one walk, so a huge logdir cannot hang a request
 
@@ -41,11 +58,44 @@ def is_pytorch_trace(path: str | os.PathLike) -> bool:
     return os.fspath(path).endswith(TRACE_SUFFIXES)
 
 
+def looks_like_trace(head: bytes) -> bool:
+    """Whether a file's first bytes (``SNIFF_BYTES`` of them) may be a Kineto/Chrome JSON
+    trace: a JSON object, after any whitespace, gzip-compressed or not (only the first
+    ``SNIFF_BYTES`` of the gunzipped text are made)."""
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return False
+    return _JSON_OBJECT_START.match(head) is not None
+
+
+def is_trace_file(path: str | os.PathLike, head: bytes) -> bool:
+    """A PyTorch profiler trace to read: named ``*.pt.trace.json[.gz]``, or under any name
+    but ``*.xplane.pb`` (always XSpace) when its first bytes ``head`` look like one."""
+    name = os.fspath(path)
+    if name.endswith(PROFILE_SUFFIX):
+        return False
+    return is_pytorch_trace(name) or looks_like_trace(head)
+
+
+def file_head(path: str | os.PathLike) -> bytes:
+    """A local file's first ``SNIFF_BYTES`` (empty when it cannot be read: the reader that
+    follows reports why)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(SNIFF_BYTES)
+    except OSError:
+        return b""
+
+
 def trace_worker(path: str | os.PathLike) -> tuple[str, str]:
     """``<worker>.<timestamp>.pt.trace.json[.gz]`` -> (worker, timestamp); a name without a
-    timestamp (a renamed trace) is all worker. Worker names may hold dots (host names)."""
+    timestamp (a renamed trace) is all worker. Worker names may hold dots (host names).
+    Other ``*.json[.gz]`` names are split the same way."""
     name = os.path.basename(os.fspath(path))
-    stem = next((name[: -len(s)] for s in TRACE_SUFFIXES if name.endswith(s)), name)
+    suffixes = TRACE_SUFFIXES + JSON_SUFFIXES
+    stem = next((name[: -len(s)] for s in suffixes if name.endswith(s)), name)
     worker, _, stamp = stem.rpartition(".")
     return (worker, stamp) if worker and stamp.isdigit() else (stem, "")
 
@@ -54,9 +104,11 @@ def host_name(path: str | os.PathLike) -> str:
     """``.../<host>.xplane.pb`` -> ``<host>`` (the host is named by its file, as XProf does);
     a PyTorch trace's host is its worker."""
     name = os.path.basename(os.fspath(path))
-    if is_pytorch_trace(name):
+    if name.endswith(PROFILE_SUFFIX):
+        return name[: -len(PROFILE_SUFFIX)]
+    if name.endswith(JSON_SUFFIXES):  # ``*.pt.trace.json[.gz]`` among them
         return trace_worker(name)[0]
-    return name[: -len(PROFILE_SUFFIX)] if name.endswith(PROFILE_SUFFIX) else name
+    return name
 
 
 def trace_hosts(filenames: list[str]) -> dict[str, str]:
@@ -112,6 +164,17 @@ class _Fs:
         with open(path, "rb") as f:
             return f.read()
 
+    def head(self, path: str) -> bytes:
+        """The first ``SNIFF_BYTES`` of a file (empty when it cannot be read)."""
+        try:
+            if self.remote:
+                with self._gfile.GFile(path, "rb") as f:
+                    return f.read(SNIFF_BYTES)
+            with open(path, "rb") as f:
+                return f.read(SNIFF_BYTES)
+        except Exception:  # any filesystem's error: the file is only not looked into
+            return b""
+
 
 def filesystem(logdir: str) -> _Fs:
     return _Fs(logdir)
@@ -137,12 +200,40 @@ def _trace_run_name(logdir: str, run_dir: str, fs: _Fs) -> str:
     return rel or "."
 
 
+@dataclass
+class Scan:
+    """What a walk of a logdir found: its runs, and per folder the ``*.json[.gz]`` files
+    that look like PyTorch traces but are not read, for their names (``skipped_note``)."""
+
+    runs: dict[str, Run]
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+
+
+def skipped_note(folder: str, names: list[str]) -> str:
+    """The advice for traces a logdir folder holds under names discovery does not read."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"{folder}: {len(names)} JSON file(s) that look like PyTorch profiler traces are not "
+        f"read ({shown}): a logdir's traces are read from files named {TRACE_NAME} (as "
+        "torch.profiler.tensorboard_trace_handler writes them); rename them so, e.g. "
+        "worker0.1.pt.trace.json, or give the file to the tb-roofline command line"
+    )
+
+
 def discover(logdir: str, max_dirs: int = MAX_DIRS) -> dict[str, Run]:
     """Every profile run under ``logdir`` with its hosts; runs without profiles are left out."""
+    return scan(logdir, max_dirs).runs
+
+
+def scan(logdir: str, max_dirs: int = MAX_DIRS) -> Scan:
+    """``discover``'s runs, and the JSON traces under other names it skipped (in folders
+    without XSpace, at most SNIFF_PER_FOLDER files a folder looked into, SNIFF_BYTES each)."""
     if not logdir:
-        return {}
+        return Scan({})
     fs = filesystem(logdir)
     runs: dict[str, Run] = {}
+    skipped: dict[str, list[str]] = {}
+    sniffs_left = SNIFF_PER_WALK
     for visited, (dirpath, dirnames, filenames) in enumerate(fs.walk(logdir)):
         if visited >= max_dirs:
             break
@@ -157,13 +248,20 @@ def discover(logdir: str, max_dirs: int = MAX_DIRS) -> dict[str, Run]:
         if xspace and _run_name(logdir, dirpath, fs) is not None:
             name = _run_name(logdir, dirpath, fs)
             found.update((host_name(f), f) for f in xspace)  # a host of both: the XSpace
+        if not xspace and sniffs_left > 0:  # beside an XSpace, JSON is its producer's trace
+            others = sorted(f for f in filenames if f.endswith(JSON_SUFFIXES) and f not in traces)
+            others = others[: min(SNIFF_PER_FOLDER, sniffs_left)]
+            sniffs_left -= len(others)
+            looked = [f for f in others if looks_like_trace(fs.head(fs.join(dirpath, f)))]
+            if looked:
+                skipped[dirpath] = looked
         if name is None or not found:
             continue
         run = runs.setdefault(name, Run(name=name, path=dirpath))
         for host, filename in found.items():
             if host:
                 run.hosts[host] = HostFile(host, fs.join(dirpath, filename))
-    return dict(sorted(runs.items()))
+    return Scan(dict(sorted(runs.items())), skipped)
 
 
 def has_profiles(logdir: str, max_dirs: int = MAX_DIRS) -> bool:

@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..protos import xplane_lite_pb2, xplane_pb2
+from .discovery import SNIFF_BYTES, TRACE_NAME, looks_like_trace
 from .event_table import line_tables, split_message
 
 UINT64_MASK = (1 << 64) - 1
@@ -46,7 +47,11 @@ _FOREIGN_MAGIC = (
 )
 
 
-TRACE_HINT = " (PyTorch profiler traces are read from files named *.pt.trace.json[.gz])"
+# A trace in a file named *.xplane.pb (any other name is looked into: discovery.is_trace_file).
+TRACE_LOOK = (
+    "it looks like a PyTorch profiler trace (JSON), but a file named *.xplane.pb is read as "
+    f"XSpace: name it {TRACE_NAME}"
+)
 
 
 def device_planes_only(name: str, all_names: list[str] | None = None) -> bool:
@@ -293,11 +298,13 @@ def decode_profile(
 
 def _foreign(buf: memoryview) -> str:
     """What a file that is no XSpace looks like ("" when nothing is recognised)."""
-    head = bytes(buf[:4])
+    head = bytes(buf[:SNIFF_BYTES])
+    if looks_like_trace(head):
+        return TRACE_LOOK
+    text = head.lstrip(b" \t\r\n")  # JSON may start with whitespace, other formats not
     for magic, what in _FOREIGN_MAGIC:
-        if head.startswith(magic):
-            hint = TRACE_HINT if what in ("a gzip file", "a JSON document") else ""
-            return f"it looks like {what}{hint}"
+        if head.startswith(magic) or (what == "a JSON document" and text.startswith(magic)):
+            return f"it looks like {what}"
     return ""
 
 
