@@ -224,12 +224,16 @@ def _write(text: str | list[str], output: str | None) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tb-roofline", description="Roofline models of ML profiles (*.xplane.pb)."
+        prog="tb-roofline",
+        description="Roofline models of ML profiles (XSpace *.xplane.pb, PyTorch profiler traces).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
     export = sub.add_parser("export", help="convert a profile or run folder to roofline data")
-    export.add_argument("path", help="an .xplane.pb file or a run folder (plugins/profile/<run>)")
+    export.add_argument(
+        "path",
+        help="an .xplane.pb file, a PyTorch profiler trace (JSON under any name) or a run folder",
+    )
     export.add_argument("--host", help="only this host of a run folder")
     export.add_argument(
         "--format",
@@ -276,8 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser(
         "compare", help="compare two profiles, runs, hosts or steps op by op (B against A)"
     )
-    comp.add_argument("a", help="baseline: an .xplane.pb file or a run folder")
-    comp.add_argument("b", help="candidate: an .xplane.pb file or a run folder")
+    comp.add_argument(
+        "a", help="baseline: a profile file (.xplane.pb, PyTorch trace) or a run folder"
+    )
+    comp.add_argument(
+        "b", help="candidate: a profile file (.xplane.pb, PyTorch trace) or a run folder"
+    )
     for side in ("a", "b"):
         comp.add_argument(f"--{side}-host", help=f"one host of {side.upper()} (default: all)")
         comp.add_argument(
