@@ -182,15 +182,14 @@ class Steps:
 
 
 def profiler_steps(events: TraceEvents) -> Steps:
-    """``ProfilerStep#N`` spans, in time order (a repeated number: its first span)."""
+    """``ProfilerStep#N`` spans, in time order (a repeated number: its first span). Kineto
+    of PyTorch 1.8-1.10 records them as ops (``Operator``, read as ``cpu_op``)."""
     number = np.full(len(events.names) + 1, -1, np.int64)
     for code, text in enumerate(events.names):
         match = STEP_NAME.match(text)
         if match:
             number[code] = int(match.group(1))
-    rows = np.flatnonzero(
-        (number[events.name] >= 0) & (events.category == events.code("user_annotation"))
-    )
+    rows = np.flatnonzero((number[events.name] >= 0) & events.of("user_annotation", "cpu_op"))
     rows = rows[np.argsort(events.begin_ns[rows], kind="stable")]
     _, first = unique(number[events.name[rows]], return_index=True)
     rows = rows[np.sort(first)]
@@ -358,12 +357,20 @@ def _innermost_rows(
     return np.where(at >= 0, rows[np.maximum(at, 0)], -1)
 
 
-def attribute(events: TraceEvents, nest: Nesting) -> Launches:
+def ops_but_steps(events: TraceEvents) -> np.ndarray:
+    """The cpu op indices of the ops that are not ``ProfilerStep#N`` spans (old Kineto
+    records steps as ops: a step holds every launch, it launches none)."""
+    steps = [c for c, n in enumerate(events.names) if STEP_NAME.match(n)]
+    return np.flatnonzero(~np.isin(events.name[events.op_rows], steps))
+
+
+def attribute(events: TraceEvents, nest: Nesting, kept: np.ndarray | None = None) -> Launches:
     """Kernel -> its runtime call (same correlation id; a graph launch's call for every
     kernel it replays) -> the innermost CPU op holding the call on the call's thread; a
     kernel without one -> the innermost annotation holding the call there, else the
     innermost ``gpu_user_annotation`` holding the kernel on its device and stream.
-    Memcpy/memset get their call but no op: they are listed apart."""
+    Memcpy/memset get their call but no op: they are listed apart. ``kept``: the cpu op
+    indices ``nest`` was made of (default: every op)."""
     gpu = np.flatnonzero(events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES))
     is_kernel = events.of(*KERNEL_CATEGORIES)[gpu]
     runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
@@ -379,6 +386,8 @@ def attribute(events: TraceEvents, nest: Nesting) -> Launches:
     shifted = np.full(len(gpu), -1, np.int64)
     shifted[launched] = nest.shift(events.thread[call[launched]], events.begin_ns[call[launched]])
     instance = nest.innermost(shifted)
+    if kept is not None and len(kept):
+        instance = np.where(instance >= 0, kept[np.maximum(instance, 0)], -1)
     instance[~is_kernel] = -1
     annotation = np.full(len(gpu), -1, np.int64)
     host = np.flatnonzero(is_kernel & (instance < 0) & launched)
@@ -480,7 +489,8 @@ def no_activity_stats(events: TraceEvents, host: str) -> OpStats:
 
 
 def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
-    launches = attribute(events, nesting(events))
+    kept = ops_but_steps(events)
+    launches = attribute(events, nesting(events, events.op_rows[kept]), kept)
     gpu, is_kernel, instance = launches.gpu, launches.is_kernel, launches.instance
     counted, kernel_exec = unique(instance[instance >= 0], return_inverse=True)
     kernel_exec = kernel_exec.ravel()
