@@ -89,7 +89,7 @@ def test_odd_values_in_events_are_read_not_raised(tmp_path, parser):
         assert stats.run_env.hardware_type == "CPU"
 
 
-def test_kernels_without_runtime_calls_are_listed_apart_with_a_reason(tmp_path, parser):
+def test_kernels_without_runtime_calls_are_rows_of_their_own_with_a_reason(tmp_path, parser):
     path = tmp_path / "w.1.pt.trace.json"
     events = [
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 100, "dur": 30,
@@ -100,7 +100,8 @@ def test_kernels_without_runtime_calls_are_listed_apart_with_a_reason(tmp_path, 
     path.write_text(json.dumps({"traceEvents": events, "deviceProperties": []}))
     stats = analyze_trace(path)
     assert stats.run_env.hardware_type == "GPU"
-    assert list(stats.unattributed.name) == ["gemm"]
-    assert stats.unattributed.time_ps[0] == 30_000_000
+    db = stats.all_db
+    assert (db.category == "kernel without op").sum() == 1 and stats.unattributed is None
+    assert db.time_ps[db.name == "gemm"].tolist() == [30_000_000]
     assert any("could be tied to a CPU op" in m for m in stats.diagnostics.info)
     assert any("No peaks known" in m for m in stats.diagnostics.warnings)

@@ -2,10 +2,12 @@
 
 ``trace_reader`` turns a trace file into numpy columns; ``ops`` attributes every GPU kernel to
 the innermost CPU op that launched it (runtime call by correlation id, then the op whose span
-holds the call on its thread), groups ops into ``ProfilerStep#N`` steps and builds the same
-OpStats the XSpace readers build, so ``roofline.build_database``, ``export`` and ``summary``
-work unchanged; ``aten_cost`` gives FLOPs and bytes per aten op family from recorded shapes;
-``devices`` finds peaks from ``deviceProperties`` in the built-in device table.
+holds the call on its thread), else to the annotation around its launch, else to a row of its
+own, groups ops into ``ProfilerStep#N`` steps and builds the same OpStats the XSpace readers
+build, so ``roofline.build_database``, ``export`` and ``summary`` work unchanged (a trace of
+a GPU without its activity names the device and places no op); ``aten_cost`` gives FLOPs and
+bytes per aten op family from recorded shapes; ``devices`` finds peaks from
+``deviceProperties`` in the built-in device table.
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import host_name
-from .ops import NO_OPS, NO_PEAKS, NO_SHAPES, cpu_op_stats, gpu_op_stats
+from .ops import (
+    COPY_CATEGORIES,
+    KERNEL_CATEGORIES,
+    NO_OPS,
+    NO_PEAKS,
+    NO_SHAPES,
+    cpu_op_stats,
+    gpu_op_stats,
+    has_device,
+    no_activity_stats,
+)
 from .trace_reader import TraceEvents, read_trace
 
 __all__ = ["analyze_trace", "analyze_events"]
@@ -26,9 +38,10 @@ __all__ = ["analyze_trace", "analyze_events"]
 
 def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None) -> OpStats:
     """OpStats of a read trace. ``peaks`` (user/table/calibration) replace the device's."""
-    kernel = events.code("kernel")
-    if kernel >= 0 and (events.category == kernel).any():
+    if events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES).any():
         stats = gpu_op_stats(events, host)
+    elif has_device(events):
+        stats = no_activity_stats(events, host)
     elif len(events.op_rows):
         stats = cpu_op_stats(events, host, peaks)
     else:
@@ -40,7 +53,7 @@ def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None)
             all_db=empty_db(),
             diagnostics=Diagnostics(info=[NO_OPS.format(what=what)]),
         )
-    if len(events.op_rows) and not any(d for d in events.op_dims.tolist()):
+    if len(stats.all_db) and len(events.op_rows) and not any(events.op_dims.tolist()):
         stats.notes.append(NO_SHAPES)
     stats.perf_env = finite_env(stats.perf_env)
     if peaks is not None:

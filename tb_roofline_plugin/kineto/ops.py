@@ -7,10 +7,15 @@ call. This works for every Kineto version (older ones give a runtime call its ow
 correlation id as ``External id``, so External ids cannot be used to find the op). User
 annotations (``record_function``, ``ProfilerStep#N``) group ops; they are not ops.
 
-An op row is named by its op; its time is the sum of its kernels' durations and its FLOPs
-and bytes are the sum over its executions (each execution once, however many kernels it
-launched). Memcpy/memset and kernels without an op count in device time and are listed
-apart (``OpStats.unattributed``). In a CPU-only trace the ops that do the work are the
+A kernel no CPU op launched (a graph replay's, whose launch call is outside every op; one
+of torch.compile's inside a ``## Call CompiledFxGraph ##`` annotation; one with no launch
+call at all) is named by the innermost annotation holding its launch on the call's thread
+(``user_annotation``), else the innermost ``gpu_user_annotation`` holding it on its
+stream, else by itself: an op row with time and no FLOPs, so every kernel is in the op
+table. An op row is named by its op; its time is the sum of its kernels' durations and its
+FLOPs and bytes are the sum over its executions (each execution once, however many kernels
+it launched). Memcpy/memset count in device time and are listed apart
+(``OpStats.unattributed``). In a CPU-only trace the ops that do the work are the
 leaf-most ops with a cost model (``aten::linear`` is left out for its ``aten::addmm``),
 timed by their CPU spans.
 """
@@ -23,8 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arrays import unique
-from ..ops.op_metrics import OpMetricsDb, empty_columns, nesting_parents, span_order
-from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.op_metrics import OpMetricsDb, empty_columns, empty_db, nesting_parents, span_order
+from ..ops.op_stats import (
+    ANNOTATION_CATEGORY,
+    NO_OP_CATEGORY,
+    OpStats,
+    StepInfo,
+    device_time_note,
+    kernel_share_note,
+    table_steps,
+)
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
@@ -32,11 +45,18 @@ from .aten_cost import MEMORY_COPY, OTHER, OpArgs, family, op_cost
 from .devices import device_peaks
 from .trace_reader import MAX_MAGNITUDE, TraceEvents
 
-RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver", "hip_runtime", "privateuse1_runtime")
+RUNTIME_CATEGORIES = (
+    "cuda_runtime",
+    "cuda_driver",
+    "hip_runtime",
+    "privateuse1_runtime",
+    "mtia_runtime",
+)
+KERNEL_CATEGORIES = ("kernel", "mtia_ccp_events")  # MTIA's on-device events are its kernels
 COPY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 LAUNCH_NAME = re.compile(r"LaunchKernel|GraphLaunch|LaunchCooperative|ModuleLaunch")
-NO_OP_CATEGORY = "kernel without op"
+GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 TF32_KERNEL = re.compile(r"tf32|_s1688|_s16816|tensorop_s\d", re.IGNORECASE)
 PS_PER_NS = 1000
 
@@ -56,7 +76,32 @@ NO_OPS = (
 )
 NO_LAUNCHING_OPS = (
     "No GPU kernel of this trace could be tied to a CPU op (no runtime call with the "
-    "kernel's correlation id inside a cpu_op span): the kernels are listed apart, by name."
+    "kernel's correlation id inside a cpu_op span): the kernels are op rows named by the "
+    "annotation around their launch, or by the kernel, with times but no FLOPs."
+)
+ANNOTATED_KERNELS = (
+    "{count:,} kernels ({us:,.1f} us) without a launching CPU op{graphs} are op rows named "
+    'by the annotation around their launch (category "annotation"): times, no FLOPs.'
+)
+GRAPH_KERNELS = ", {count:,} of them replayed by {graphs:,} graph launches,"
+LONE_KERNELS = (
+    "{count:,} kernels ({us:,.1f} us) without a launching CPU op or annotation{graphs} are "
+    'op rows named by the kernel (category "kernel without op"): times, no FLOPs.'
+)
+COPIES_APART = (
+    "{count:,} memcpy/memset ({us:,.1f} us){graphs} count in device time and are listed "
+    "apart, not as op rows."
+)
+NO_DEVICE_ACTIVITY = (
+    "This PyTorch profiler trace is of an accelerator ({device}; the trace has {found}) but "
+    "recorded no activity on it (no kernel, memcpy or memset events): its device time is "
+    "unknown, so no op is put on the roofline (CPU op spans time the launches, not the "
+    "work). Record device activity with torch.profiler.profile(activities="
+    "[ProfilerActivity.CPU, ProfilerActivity.{activity}])."
+)
+PROFILER_RANGES = (
+    "It holds {ranges:,} CUPTI range-profiler ranges (cuda_profiler_range: hardware "
+    "counters per kernel), which are not read yet."
 )
 NO_SHAPES = (
     "The trace has no recorded shapes: ops get times but no FLOPs or bytes. Profile with "
@@ -94,6 +139,8 @@ class Nesting:
         The last op starting at or before the time holds it, or one of its ancestors does
         (ops nest): walk up the parents, all queries at once, one level per pass.
         """
+        if not len(self.order):
+            return np.full(len(shifted), -1, np.int64)
         at = np.searchsorted(self.begin, shifted, side="right") - 1
         at[shifted < 0] = -1
         todo = np.flatnonzero(at >= 0)
@@ -105,8 +152,9 @@ class Nesting:
         return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
 
 
-def nesting(events: TraceEvents) -> Nesting:
-    rows = events.op_rows
+def nesting(events: TraceEvents, rows: np.ndarray | None = None) -> Nesting:
+    """The nesting of the CPU ops (or of the spans of ``rows``, whose indices it gives)."""
+    rows = events.op_rows if rows is None else rows
     used = unique(events.thread[rows])
     thread_index = np.full(len(events.threads), -1, np.int64)
     thread_index[used] = np.arange(len(used))
@@ -134,15 +182,14 @@ class Steps:
 
 
 def profiler_steps(events: TraceEvents) -> Steps:
-    """``ProfilerStep#N`` spans, in time order (a repeated number: its first span)."""
+    """``ProfilerStep#N`` spans, in time order (a repeated number: its first span). Kineto
+    of PyTorch 1.8-1.10 records them as ops (``Operator``, read as ``cpu_op``)."""
     number = np.full(len(events.names) + 1, -1, np.int64)
     for code, text in enumerate(events.names):
         match = STEP_NAME.match(text)
         if match:
             number[code] = int(match.group(1))
-    rows = np.flatnonzero(
-        (number[events.name] >= 0) & (events.category == events.code("user_annotation"))
-    )
+    rows = np.flatnonzero((number[events.name] >= 0) & events.of("user_annotation", "cpu_op"))
     rows = rows[np.argsort(events.begin_ns[rows], kind="stable")]
     _, first = unique(number[events.name[rows]], return_index=True)
     rows = rows[np.sort(first)]
@@ -264,19 +311,15 @@ def aggregate(
     return step_ops(static, binned, columns, totals)
 
 
-def _unattributed(
-    events: TraceEvents, rows: np.ndarray, categories: list[str], total_ps: int
-) -> OpMetricsDb | None:
-    """GPU events without an op, by event name (memcpy/memset: memory copy)."""
+def _unattributed(events: TraceEvents, rows: np.ndarray, total_ps: int) -> OpMetricsDb | None:
+    """Memcpy/memset events (no op row: no op is costed by its copies), by event name."""
     if not len(rows):
         return None
     codes, slot = unique(events.name[rows], return_inverse=True)
     slot = slot.ravel()
     cols = empty_columns(len(codes))
-    cols["name"][:] = [events.names[c] or "(unnamed kernel)" for c in codes.tolist()]
-    first = np.zeros(len(codes), np.int64)
-    first[slot[::-1]] = np.arange(len(rows))[::-1]
-    cols["category"][:] = [categories[i] for i in first.tolist()]
+    cols["name"][:] = [events.names[c] or "(unnamed copy)" for c in codes.tolist()]
+    cols["category"][:] = MEMORY_COPY
     cols["occurrences"] = np.bincount(slot, minlength=len(codes)).astype(np.int64)
     time_ps = np.bincount(slot, events.dur_ns[rows] * PS_PER_NS, minlength=len(codes))
     cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
@@ -286,19 +329,50 @@ def _unattributed(
 
 @dataclass
 class Launches:
-    """Every GPU event (kernel, memcpy, memset) with its runtime call and launching op."""
+    """Every GPU event (kernel, memcpy, memset) with its runtime call and what names it."""
 
     gpu: np.ndarray  # rows of the GPU events
     is_kernel: np.ndarray  # bool per GPU event
     call: np.ndarray  # row of its runtime call, -1: none found
     instance: np.ndarray  # cpu op index of the op that launched it, -1: none (or a copy)
+    annotation: np.ndarray  # row of the annotation naming a kernel without op, -1: none
 
 
-def attribute(events: TraceEvents, nest: Nesting) -> Launches:
-    """Kernel -> its runtime call (same correlation id) -> the innermost op holding the call
-    on the call's thread. Memcpy/memset get their call but no op: they are listed apart."""
-    gpu = np.flatnonzero(events.of("kernel", *COPY_CATEGORIES))
-    is_kernel = events.category[gpu] == events.code("kernel")
+def annotation_rows(events: TraceEvents, category: str) -> np.ndarray:
+    """Rows of ``category`` (``user_annotation``, ``gpu_user_annotation``) but the
+    ``ProfilerStep#N`` spans: steps group ops, they do not name them."""
+    rows = np.flatnonzero(events.category == events.code(category))
+    steps = [c for c, n in enumerate(events.names) if STEP_NAME.match(n)]
+    return rows[~np.isin(events.name[rows], steps)]
+
+
+def _innermost_rows(
+    events: TraceEvents, rows: np.ndarray, thread: np.ndarray, time_ns: np.ndarray
+) -> np.ndarray:
+    """The row (of ``rows``) of the innermost span holding each time on its thread, -1: none."""
+    if not len(rows) or not len(time_ns):
+        return np.full(len(time_ns), -1, np.int64)
+    marks = nesting(events, rows)
+    at = marks.innermost(marks.shift(thread, time_ns))
+    return np.where(at >= 0, rows[np.maximum(at, 0)], -1)
+
+
+def ops_but_steps(events: TraceEvents) -> np.ndarray:
+    """The cpu op indices of the ops that are not ``ProfilerStep#N`` spans (old Kineto
+    records steps as ops: a step holds every launch, it launches none)."""
+    steps = [c for c, n in enumerate(events.names) if STEP_NAME.match(n)]
+    return np.flatnonzero(~np.isin(events.name[events.op_rows], steps))
+
+
+def attribute(events: TraceEvents, nest: Nesting, kept: np.ndarray | None = None) -> Launches:
+    """Kernel -> its runtime call (same correlation id; a graph launch's call for every
+    kernel it replays) -> the innermost CPU op holding the call on the call's thread; a
+    kernel without one -> the innermost annotation holding the call there, else the
+    innermost ``gpu_user_annotation`` holding the kernel on its device and stream.
+    Memcpy/memset get their call but no op: they are listed apart. ``kept``: the cpu op
+    indices ``nest`` was made of (default: every op)."""
+    gpu = np.flatnonzero(events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES))
+    is_kernel = events.of(*KERNEL_CATEGORIES)[gpu]
     runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
     by_corr = runtime[np.argsort(events.correlation[runtime], kind="stable")]
     call = np.full(len(gpu), -1, np.int64)
@@ -312,12 +386,111 @@ def attribute(events: TraceEvents, nest: Nesting) -> Launches:
     shifted = np.full(len(gpu), -1, np.int64)
     shifted[launched] = nest.shift(events.thread[call[launched]], events.begin_ns[call[launched]])
     instance = nest.innermost(shifted)
+    if kept is not None and len(kept):
+        instance = np.where(instance >= 0, kept[np.maximum(instance, 0)], -1)
     instance[~is_kernel] = -1
-    return Launches(gpu, is_kernel, call, instance)
+    annotation = np.full(len(gpu), -1, np.int64)
+    host = np.flatnonzero(is_kernel & (instance < 0) & launched)
+    calls = call[host]
+    annotation[host] = _innermost_rows(
+        events,
+        annotation_rows(events, "user_annotation"),
+        events.thread[calls],
+        events.begin_ns[calls],
+    )
+    device = np.flatnonzero(is_kernel & (instance < 0) & (annotation < 0))
+    annotation[device] = _innermost_rows(
+        events,
+        annotation_rows(events, "gpu_user_annotation"),
+        events.thread[gpu[device]],
+        events.begin_ns[gpu[device]],
+    )
+    return Launches(gpu, is_kernel, call, instance, annotation)
+
+
+def _rows_without_op(
+    events: TraceEvents, launches: Launches, kernel_op: np.ndarray, ex: Executions
+) -> None:
+    """Kernels no CPU op launched become op rows of their own (appended to ``ex``'s rows,
+    ``kernel_op`` set): one per annotation name (category ``annotation``), else one per
+    kernel name (category ``kernel without op``). Python sees distinct names only."""
+    rows = np.flatnonzero(launches.is_kernel & (kernel_op < 0))
+    if not len(rows):
+        return
+    annotation = launches.annotation[rows]
+    named = annotation >= 0
+    code = np.where(named, events.name[np.maximum(annotation, 0)], events.name[launches.gpu[rows]])
+    pairs, slot = unique(code.astype(np.int64) * 2 + named, return_inverse=True)
+    row_of = {n: i for i, n in enumerate(ex.names)}
+    found = []
+    for pair in pairs.tolist():
+        name = events.names[pair // 2] or "(unnamed kernel)"
+        at = row_of.get(name)
+        if at is None:
+            at = row_of[name] = len(ex.names)
+            ex.names.append(name)
+            ex.categories.append(ANNOTATION_CATEGORY if pair % 2 else NO_OP_CATEGORY)
+            ex.dtypes.append("")
+        found.append(at)
+    kernel_op[rows] = np.asarray(found, np.int64)[slot.ravel()]
+
+
+def _device(events: TraceEvents, wanted: set[int]) -> tuple[PerfEnv, str]:
+    """Peaks and description of the trace's device: its ``deviceProperties`` entry (the
+    first used one, else the first), named MTIA when the trace is of one (no peaks known)."""
+    props = events.device_properties
+    prop = next((p for p in props if p.get("id") in wanted), props[0] if props else {})
+    name = str(prop.get("name", ""))
+    if "mtia" in name.lower() or any(c.startswith("mtia_") for c in events.categories):
+        return PerfEnv(source="none"), name if "mtia" in name.lower() else "MTIA"
+    return device_peaks(prop) if prop else (PerfEnv(source="none"), "GPU")
+
+
+def has_device(events: TraceEvents) -> bool:
+    """True for a trace of an accelerator: kernel launch calls, ``deviceProperties`` or
+    MTIA events, with or without device activity."""
+    return bool(
+        _launch_calls(events).size
+        or events.device_properties
+        or any(c.startswith("mtia_") for c in events.categories)
+    )
+
+
+def _launch_calls(events: TraceEvents) -> np.ndarray:
+    runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
+    launch_codes = [c for c, n in enumerate(events.names) if LAUNCH_NAME.search(n)]
+    return runtime[np.isin(events.name[runtime], launch_codes)]
+
+
+def no_activity_stats(events: TraceEvents, host: str) -> OpStats:
+    """A trace of an accelerator without its activity (kernels, copies): the device is named
+    but no op is put on the roofline. CPU op spans time the launches, not the work, so no
+    rate may come from them; FLOPs without times place nothing."""
+    perf_env, described = _device(events, set())
+    mtia = described == "MTIA" or "mtia" in described.lower()
+    launches = len(_launch_calls(events))
+    found = f"{launches:,} kernel launch calls" if launches else "deviceProperties"
+    warning = NO_DEVICE_ACTIVITY.format(
+        device=described, found=found, activity="MTIA" if mtia else "CUDA"
+    )
+    ranges = events.of("cuda_profiler_range")
+    if ranges.any():
+        warning += " " + PROFILER_RANGES.format(ranges=int(ranges.sum()))
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="GPU", device_type=described, device_core_count=1, active_core_count=0
+        ),
+        perf_env=perf_env,
+        all_db=empty_db(),
+    )
+    stats.diagnostics.warnings.append(warning)
+    return stats
 
 
 def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
-    launches = attribute(events, nesting(events))
+    kept = ops_but_steps(events)
+    launches = attribute(events, nesting(events, events.op_rows[kept]), kept)
     gpu, is_kernel, instance = launches.gpu, launches.is_kernel, launches.instance
     counted, kernel_exec = unique(instance[instance >= 0], return_inverse=True)
     kernel_exec = kernel_exec.ravel()
@@ -325,22 +498,20 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     kernel_op = np.full(len(gpu), -1, np.int64)
     kernel_op[instance >= 0] = ex.op[kernel_exec]
     _tensor_float32(events, gpu, kernel_op, ex)
+    _rows_without_op(events, launches, kernel_op, ex)
     # Devices: the GPU events' device arg (else their pid).
     device_key = np.where(events.device[gpu] >= 0, events.device[gpu], events.pid[gpu] + 10**9)
     devices, device = unique(device_key, return_inverse=True)
     device = device.ravel()
-    total_ps = int(_busy_spans(events, gpu, device, len(devices)).sum()) * PS_PER_NS
+    steps = profiler_steps(events)
+    total_ps = int(_device_windows(events, gpu, device, len(devices), steps).sum()) * PS_PER_NS
     time_ps = events.dur_ns[gpu] * PS_PER_NS
     one = np.zeros(len(gpu), np.int64)
     whole = aggregate(
         ex, np.zeros(len(counted), np.int64), kernel_op, one, time_ps, np.array([total_ps])
     )
-    unowned = np.flatnonzero(kernel_op < 0)
-    categories = [NO_OP_CATEGORY if k else MEMORY_COPY for k in is_kernel[unowned].tolist()]
-    props = events.device_properties
-    wanted = {int(d) for d in devices.tolist() if d < 10**9}
-    prop = next((p for p in props if p.get("id") in wanted), props[0] if props else {})
-    perf_env, described = device_peaks(prop) if prop else (PerfEnv(source="none"), "GPU")
+    copies = np.flatnonzero(~is_kernel)
+    perf_env, described = _device(events, {int(d) for d in devices.tolist() if d < 10**9})
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -351,14 +522,15 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
         ),
         perf_env=perf_env,
         all_db=whole.db(0),
-        unattributed=_unattributed(events, gpu[unowned], categories, total_ps),
+        unattributed=_unattributed(events, gpu[copies], total_ps),
     )
     stats.diagnostics.info.append(GPU_COMPUTED)
-    if not len(counted):
+    if not len(counted) and is_kernel.any():
         stats.diagnostics.info.append(NO_LAUNCHING_OPS)
-    _note_unattributed(stats, events, gpu[unowned], is_kernel[unowned])
+    _note_unattributed(stats, events, launches, kernel_op)
     _note_unknown(stats, ex)
-    steps = profiler_steps(events)
+    share = kernel_share_note(stats.all_db)
+    stats.notes.extend([device_time_note(len(devices)), *([share] if share else [])])
     if not steps.numbers:
         return stats
     # An execution is in the step holding its op's start; a kernel in its op's step, or
@@ -372,17 +544,12 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     used = kernel_step >= 0
     cell = kernel_step[used] * width + device[used]
     first, last = _first_last(events, gpu[used], cell, count * width)
-    ran = last >= first
-    # A step's device time runs from the earlier of its start and first kernel to the later
-    # of its end and last kernel, summed over the devices that ran something in it.
-    first = np.minimum(first, np.repeat(steps.begin_ns, width))
-    last = np.maximum(last, np.repeat(steps.end_ns, width))
-    totals = np.where(ran, last - first, 0).reshape(count, width).sum(axis=1)
+    totals, wall, ran = _step_times(steps, first, last, width)
     table = aggregate(ex, ex_step, kernel_op, kernel_step, time_ps, totals * PS_PER_NS)
     # A step without device work in the trace was cut by the profile window.
-    complete = _complete_gpu_steps(events, steps) & ran.reshape(count, width).any(axis=1)
+    complete = _complete_gpu_steps(events, steps) & ran
     stats.has_step_markers = True
-    stats.steps = _steps(table, steps, complete)
+    stats.steps = _steps(table, steps, complete, wall * PS_PER_NS)
     outside = ~used & is_kernel
     if outside.any():
         outside_us = events.dur_ns[gpu[outside]].sum() / 1e3
@@ -391,6 +558,34 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
             "every ProfilerStep; they count in Total only."
         )
     return stats
+
+
+def _step_times(
+    steps: Steps, first: np.ndarray, last: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Device time (ns, summed over devices), wall time (ns) and "ran on a device" of each
+    step, from the first begin and last end of its GPU events per (step, device) cell.
+
+    On a device that ran something in it, a step runs from its start (or, when the step
+    before ran late, that step's end there: steps never overlap on a device, so their sum
+    is at most Total) to the later of its end and its last event. Its wall time is the
+    longest such span's reach over its devices, else its own span.
+    """
+    count = len(steps.numbers)
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    ran = (last >= first).reshape(count, width)
+    first = np.minimum(first, np.repeat(steps.begin_ns, width)).reshape(count, width)
+    last = np.maximum(last, np.repeat(steps.end_ns, width)).reshape(count, width)
+    reached = np.maximum.accumulate(np.where(ran, last, low), axis=0)
+    before = np.vstack([np.full((1, width), low), reached[:-1]])
+    first = np.maximum(first, before)
+    last = np.maximum(last, first)
+    totals = np.where(ran, last - first, 0).sum(axis=1)
+    any_ran = np.asarray(ran.any(axis=1))
+    reach = np.where(ran, last, low).max(axis=1)
+    start = np.where(any_ran, np.where(ran, first, high).min(axis=1), reach)
+    wall = np.where(any_ran, reach - start, steps.end_ns - steps.begin_ns)
+    return totals, wall, any_ran
 
 
 def _first_last(
@@ -404,9 +599,15 @@ def _first_last(
     return first, last
 
 
-def _busy_spans(events: TraceEvents, gpu: np.ndarray, device: np.ndarray, n: int) -> np.ndarray:
-    """Last end - first begin of each device's events."""
+def _device_windows(
+    events: TraceEvents, gpu: np.ndarray, device: np.ndarray, n: int, steps: Steps
+) -> np.ndarray:
+    """Each device's profile window (ns): from the earlier of the first step's start and its
+    first GPU event to the later of the last step's end and its last GPU event."""
     first, last = _first_last(events, gpu, device, n)
+    if steps.numbers:
+        first = np.minimum(first, steps.begin_ns.min())
+        last = np.maximum(last, steps.end_ns.max())
     return np.where(last >= first, last - first, 0)
 
 
@@ -426,18 +627,29 @@ def _tensor_float32(
 
 def _complete_gpu_steps(events: TraceEvents, steps: Steps) -> np.ndarray:
     """A step is complete when every kernel launched in it ran within the trace."""
-    runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
-    launch_codes = [c for c, n in enumerate(events.names) if LAUNCH_NAME.search(n)]
-    launches = runtime[np.isin(events.name[runtime], launch_codes)]
-    gpu_corr = events.correlation[events.of("kernel", *COPY_CATEGORIES)]
+    launches = _launch_calls(events)
+    gpu_corr = events.correlation[events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES)]
     missing = ~np.isin(events.correlation[launches], gpu_corr)
     step = steps.of(events.begin_ns[launches])
     lost = np.bincount(step[missing & (step >= 0)], minlength=len(steps.numbers))
     return (lost == 0) & (steps.end_ns > steps.begin_ns)
 
 
-def _steps(table: StepOps, steps: Steps, complete: np.ndarray) -> list[StepInfo]:
-    return table_steps(table, steps.numbers, complete.tolist(), table.total_time_ps.tolist())
+def _steps(
+    table: StepOps, steps: Steps, complete: np.ndarray, wall_ps: np.ndarray | None = None
+) -> list[StepInfo]:
+    """Steps of ``table``; ``wall_ps``: their wall times (default: their device times)."""
+    durations = table.total_time_ps if wall_ps is None else wall_ps
+    return table_steps(table, steps.numbers, complete.tolist(), durations.tolist())
+
+
+def cpu_window_ns(events: TraceEvents, rows: np.ndarray) -> int:
+    """A CPU trace's Total: from the earlier of its first op and first step to the later of
+    its last op and last step (as a GPU trace's device window), so it holds every step."""
+    steps = profiler_steps(events)
+    begin = np.concatenate([events.begin_ns[rows], steps.begin_ns])
+    end = np.concatenate([events.end_ns[rows], steps.end_ns])
+    return int(end.max() - begin.min()) if len(begin) else 0
 
 
 def working_ops(events: TraceEvents, nest: Nesting) -> np.ndarray:
@@ -487,7 +699,7 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
     ex = cost_executions(events, counted)
     op_begin = events.begin_ns[rows[counted]]
     op_time = events.dur_ns[rows[counted]] * PS_PER_NS
-    span_ns = int(events.end_ns[rows].max() - events.begin_ns[rows].min()) if len(rows) else 0
+    span_ns = cpu_window_ns(events, rows)
     whole = aggregate(
         ex,
         np.zeros(len(counted), np.int64),
@@ -517,14 +729,32 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
 
 
 def _note_unattributed(
-    stats: OpStats, events: TraceEvents, rows: np.ndarray, is_kernel: np.ndarray
+    stats: OpStats, events: TraceEvents, launches: Launches, kernel_op: np.ndarray
 ) -> None:
-    for kernels, what in ((True, "kernels without a launching CPU op"), (False, "memcpy/memset")):
-        mine = rows[is_kernel == kernels]
-        if len(mine):
+    """One line each for the kernels named by an annotation, those named by themselves,
+    and the copies listed apart."""
+    gpu, is_kernel = launches.gpu, launches.is_kernel
+    without_op = is_kernel & (launches.instance < 0)
+    named = without_op & (launches.annotation >= 0)
+    graph_codes = [c for c, n in enumerate(events.names) if GRAPH_LAUNCH.search(n)]
+    call = launches.call
+    replayed = (call >= 0) & np.isin(events.name[np.maximum(call, 0)], graph_codes)
+    for mask, what in (
+        (named, ANNOTATED_KERNELS),
+        (without_op & ~named, LONE_KERNELS),
+        (~is_kernel, COPIES_APART),
+    ):
+        rows = gpu[mask]
+        if len(rows):
+            graphs = len(unique(call[mask & replayed]))
             stats.notes.append(
-                f"{len(mine):,} {what} ({events.dur_ns[mine].sum() / 1e3:,.1f} us) count in "
-                "device time and are listed apart, not as op rows."
+                what.format(
+                    count=len(rows),
+                    us=events.dur_ns[rows].sum() / 1e3,
+                    graphs=GRAPH_KERNELS.format(count=int((mask & replayed).sum()), graphs=graphs)
+                    if graphs
+                    else "",
+                )
             )
 
 

@@ -112,6 +112,53 @@ def steps_without_ops_note(stats: OpStats) -> str | None:
     )
 
 
+# Op rows of GPU kernels that no CPU op launched (PyTorch traces): named by the annotation
+# around their launch, or by the kernel itself.
+ANNOTATION_CATEGORY = "annotation"
+NO_OP_CATEGORY = "kernel without op"
+KERNEL_SHARE_PREFIX = "kernel time: "
+DEVICE_TIME_PREFIX = "Program time (Total, Average and each step) is device time summed over "
+
+
+def kernel_share_note(db: OpMetricsDb) -> str | None:
+    """One line: the shares of the kernel time of ``db`` in op rows, annotation rows and
+    kernel-named rows (None without kernel time)."""
+    busy = db.name != IDLE_NAME
+    time_ps, category = db.time_ps[busy].astype(np.float64), db.category[busy]
+    total = float(time_ps.sum())
+    if not total > 0:
+        return None
+    annotated = float(time_ps[category == ANNOTATION_CATEGORY].sum())
+    alone = float(time_ps[category == NO_OP_CATEGORY].sum())
+    ops = total - annotated - alone
+    return (
+        f"{KERNEL_SHARE_PREFIX}{100 * ops / total:.1f} % attributed to CPU ops, "
+        f"{100 * annotated / total:.1f} % to annotations, {100 * alone / total:.1f} % as "
+        f"kernels without an op (of {total / 1e6:,.1f} us)"
+    )
+
+
+def device_time_note(devices: int) -> str:
+    """What Program time and a step's duration mean in a PyTorch GPU trace."""
+    return (
+        f"{DEVICE_TIME_PREFIX}{devices:,} {'device' if devices == 1 else 'devices'}: on "
+        "each, Total runs from the earlier of the first step's start and its first GPU event "
+        "to the later of the last step's end and its last GPU event, a step from its start "
+        "(or where the step before it ended on that device) to the later of its end and its "
+        "last kernel. A step's duration_us is its wall time (the longest device's)."
+    )
+
+
+def hosts_notes(notes: list[str], db: OpMetricsDb, devices: int) -> list[str]:
+    """Notes of hosts combined: the kernel-share and device-time lines made again for the
+    run (one each, from the combined ops and device count), the others as they are."""
+    out = [n for n in notes if not n.startswith((KERNEL_SHARE_PREFIX, DEVICE_TIME_PREFIX))]
+    if any(n.startswith(DEVICE_TIME_PREFIX) for n in notes):
+        out.append(device_time_note(devices))
+    share = kernel_share_note(db) if any(n.startswith(KERNEL_SHARE_PREFIX) for n in notes) else None
+    return [*out, share] if share else out
+
+
 def sum_steps(steps: list[StepInfo]) -> OpMetricsDb:
     """``combine`` of the steps' dbs; straight from their table when they share one."""
     table, index = shared_table(steps)
@@ -264,14 +311,16 @@ class HostsCombiner:
             )
         unattributed = [db for db in self._unattributed if db is not None]
         assert self._all is not None
+        all_db = self._all.db(0)
+        notes = list(dict.fromkeys(n for p in parts for n in p.notes))
         return OpStats(
             unattributed=combine(unattributed) if unattributed else None,
-            notes=list(dict.fromkeys(n for p in parts for n in p.notes)),
+            notes=hosts_notes(notes, all_db, run_env.device_core_count),
             program_names={k: v for p in parts for k, v in p.program_names.items()},
             hosts=[h for p in parts for h in p.hosts],
             run_env=run_env,
             perf_env=perf_env,
-            all_db=self._all.db(0),
+            all_db=all_db,
             steps=self._common_steps(len(parts)),
             diagnostics=diagnostics,
             has_step_markers=any(p.has_step_markers for p in parts),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..ops.op_stats import OpStats
+from ..ops.op_stats import KERNEL_SHARE_PREFIX, OpStats
 from ..ops.selection import TOTAL, select
 from ..protos import roofline_model_pb2
 from ..roofline.model import roofline_model
@@ -157,6 +157,7 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")
     if footnote:
         out.append(footnote)
+    out.extend(n for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))
     diag = database.diagnostics
     warnings = list(diag.warnings)
     above_roof = above_roof_warning(model, select(stats, TOTAL))
