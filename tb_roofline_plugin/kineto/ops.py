@@ -616,9 +616,9 @@ def _note_unknown(stats: OpStats, ex: Executions, row_time_ps: np.ndarray | None
     if row_time_ps is None:
         return
     total = float(row_time_ps.sum()) or 1.0
-    ops = int(ex.op.max()) + 1 if len(ex.op) else 0
-    modelless = [r for r in range(ops) if family(ex.names[r])[1] is None and row_time_ps[r] > 0]
-    annotations = [r for r in range(ops, len(ex.names)) if row_time_ps[r] > 0]
+    op_rows = int(ex.op.max()) + 1 if len(ex.op) else 0  # annotations' rows come after
+    modelless = [r for r in range(op_rows) if family(ex.names[r])[1] is None and row_time_ps[r] > 0]
+    annotations = [r for r in range(op_rows, len(ex.names)) if row_time_ps[r] > 0]
     for rows, text in ((modelless, NO_MODEL_SHARE), (annotations, ANNOTATION_SHARE)):
         if rows:
             rows.sort(key=lambda r: -row_time_ps[r])
