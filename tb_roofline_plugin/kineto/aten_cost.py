@@ -543,7 +543,7 @@ def embedding_cost(name: str, args: OpArgs) -> AtenCost:
     num_weights, ...)``: the gradient rows and indices read, each row added into a zeroed
     ``num_weights`` × D table. Indices are read at their own width (8 bytes for ``long``)."""
     op = name.split("::")[-1]
-    if op == "embedding_dense_backward":
+    if op in ("embedding_dense_backward", "embedding_backward"):
         return _embedding_backward(args)
     weight, indices = args.shape(0), args.shape(1)
     if weight is None or indices is None or len(weight) != 2:
@@ -690,7 +690,8 @@ for _op in _GATHERS:
 for _op in _VIEWS + ("contiguous",):
     _EXACT[_op] = (VIEW, view_cost)
 for _op in ("embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only",
-            "embedding_dense_backward", "_embedding_bag_backward"):  # fmt: skip
+            "embedding_dense_backward", "embedding_backward",
+            "_embedding_bag_backward"):  # fmt: skip
     _EXACT[_op] = (EMBEDDING, embedding_cost)
 for _op in ("_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_fused_adam", "_fused_adamw"):
     _EXACT[_op] = (OPTIMIZER, fused_optimizer_cost)
@@ -740,6 +741,9 @@ def family(name: str) -> tuple[str, CostFunction | None]:
         return (EMBEDDING, _EXACT[op][1]) if op in _EXACT else (EMBEDDING, None)
     if "::" not in name:
         return OTHER, None  # autograd nodes, user scopes
+    op = op.split(".")[0]  # an overload (``mm.out``) costs as its op
+    if op.endswith("_out") and (op[:-4] in _EXACT or _ELEMENTWISE_OPS.match(op[:-4])):
+        op = op[:-4]
     if op in _EXACT:
         return _EXACT[op]
     if op.startswith("_foreach_"):
