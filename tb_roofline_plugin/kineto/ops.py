@@ -10,9 +10,9 @@ annotations (``record_function``, ``ProfilerStep#N``) group ops; they are not op
 An op row is named by its op; its time is the sum of its kernels' durations and its FLOPs
 and bytes are the sum over its executions (each execution once, however many kernels it
 launched). Memcpy/memset and kernels without an op count in device time and are listed
-apart (``OpStats.unattributed``). In a CPU-only trace the ops that do the work are the
-leaf-most ops with a cost model (``aten::linear`` is left out for its ``aten::addmm``),
-timed by their CPU spans.
+apart (``OpStats.unattributed``). In a CPU-only trace the same rule holds for time: each
+op's self time (span minus the ops inside it) is the innermost op's, a composite's dispatch
+(``aten::linear`` around its ``aten::addmm``) its longest inner op's (``working_ops``).
 """
 
 from __future__ import annotations
