@@ -99,7 +99,9 @@ def test_convolution_backward_counts_the_gradients_the_mask_asks_for():
     weight_only = cost(
         "aten::convolution_backward", dims, types, [*concrete, "[False, True, True]"]
     )
-    assert both.flops == 2 * forward and weight_only.flops == forward
+    grad_bias = 32 * 16 * 32 * 32  # a sum over grad_output per output channel
+    assert both.flops == 2 * forward + grad_bias
+    assert weight_only.flops == forward + grad_bias
 
 
 def test_attention_forward_and_backward():
@@ -120,7 +122,7 @@ def test_elementwise_broadcast_and_activations():
     assert cost("aten::relu", [[10, 10]], [F32]).flops == 100
     assert cost("aten::gelu", [[10, 10]], [F32]).flops == 800
     copy = cost("aten::copy_", [[4, 4], [4, 4], []], [F32, F32, "Scalar"])
-    assert copy.flops == 0 and copy.bytes_accessed == 3 * 16 * 4
+    assert copy.flops == 0 and copy.bytes_accessed == 2 * 16 * 4  # self is written, not read
     assert category("aten::copy_") == "memory copy"
 
 
@@ -160,3 +162,180 @@ def test_trace_flops_win_and_missing_shapes_give_times_only():
     assert category("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function") == (
         "embedding"
     )
+
+
+LSTM_ARGS = ["", "", "", "", "", "", "", "False", "[]", "2", "256", "2", "True", "False"]
+
+
+def test_mkldnn_rnn_layer_is_the_gate_gemms_over_time_and_batch():
+    # torch_lstm's first layer: T·B = 35·20, I = 128, H = 256, mode 2 (LSTM: 4 gates).
+    dims = [[35, 20, 128], [1024, 128], [1024, 256], [1024], [1024], [20, 256], [20, 256]]
+    c = cost("aten::mkldnn_rnn_layer", dims + [[]] * 7, [F32] * 7 + ["Scalar"] * 7, LSTM_ARGS)
+    assert c.flops == 2 * 35 * 20 * 4 * 256 * (128 + 256)
+    weights = 1024 * 128 + 1024 * 256 + 2 * 1024
+    assert c.bytes_written == (35 * 20 * 256 + 2 * 20 * 256) * 4  # output, hy, cy
+    assert c.bytes_accessed == (35 * 20 * 128 + weights + 2 * 20 * 256) * 4 + c.bytes_written
+    # GRU (mode 3): 3 gates.
+    gru = [[35, 20, 128], [768, 128], [768, 256], [768], [768], [20, 256], [20, 256]]
+    concrete = [*LSTM_ARGS[:9], "3", *LSTM_ARGS[10:]]
+    g = cost("aten::mkldnn_rnn_layer", gru + [[]] * 7, [F32] * 7 + ["Scalar"] * 7, concrete)
+    assert g.flops == 2 * 35 * 20 * 3 * 256 * (128 + 256)
+
+
+def test_mkldnn_rnn_layer_backward_is_twice_the_forward():
+    dims = [[35, 20, 256], [1024, 256], [1024, 256], [1024], [1024], [20, 256], [20, 256]]
+    dims += [[35, 20, 256], [20, 256], [20, 256], [35, 20, 256], [], [], [], [], [], []]
+    types = [F32] * 11 + ["", ""] + ["Scalar"] * 4
+    concrete = [""] * 13 + ["False", "2", "256", "2"]
+    c = cost("aten::mkldnn_rnn_layer_backward", dims, types, concrete)
+    assert c.flops == 2 * (2 * 35 * 20 * 4 * 256 * (256 + 256))
+
+
+def test_lstm_counts_every_weight_gemm_of_every_layer():
+    params = [[1024, 128], [1024, 256], [1024], [1024], [1024, 256], [1024, 256], [1024], [1024]]
+    dims = [[20, 35, 128], [[2, 20, 256], [2, 20, 256]], params]
+    c = cost("aten::lstm", dims, [F32, "TensorList", "TensorList"])
+    rows = 20 * 35
+    assert c.flops == 2 * rows * 1024 * (128 + 256) + 2 * rows * 1024 * (256 + 256)
+    assert category("aten::lstm") == category("aten::mkldnn_rnn_layer") == "recurrent"
+
+
+def test_causal_attention_counts_half_of_qk_and_pv():
+    q = [16, 16, 559, 64]  # tl_h100_qwen's SDPA: (B, H, L, E), is_causal True
+    full = 2 * 16 * 16 * 559 * 559 * (64 + 64)
+    types = [BF16] * 3 + ["", "Scalar", "Scalar", "Scalar", "Scalar"]
+    sdpa = cost(
+        "aten::scaled_dot_product_attention",
+        [q, q, q] + [[]] * 5,
+        types,
+        ["", "", "", "", "0.", "True", "0.125", "False"],
+    )
+    assert sdpa.flops == full / 2
+    plain = cost(
+        "aten::scaled_dot_product_attention",
+        [q, q, q] + [[]] * 5,
+        types,
+        ["", "", "", "", "0.", "False", "0.125", "False"],
+    )
+    assert plain.flops == full
+    flash = cost(
+        "aten::_scaled_dot_product_flash_attention",
+        [q, q, q] + [[]] * 4,
+        [BF16] * 3 + ["Scalar"] * 4,
+        ["", "", "", "0.", "True", "False", "0.125"],
+    )
+    assert flash.flops == full / 2
+    blhe = [16, 559, 16, 64]
+    fwd = cost(
+        "aten::_flash_attention_forward",
+        [blhe] * 3 + [[]] * 8,
+        [BF16] * 3 + [""] * 8,
+        ["", "", "", "", "", "559", "559", "0.", "True"],
+    )
+    assert fwd.flops == full / 2
+    cpu = cost(
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        [q, q, q, [], []],
+        [BF16] * 3 + ["Scalar"] * 2,
+        ["", "", "", "0.", "True"],
+    )
+    assert (
+        cpu.flops == full / 2
+        and category("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    )
+    # _efficient_attention_forward: custom_mask_type (position 9) 1 is causal.
+    eff = cost(
+        "aten::_efficient_attention_forward",
+        [blhe] * 3 + [[]] * 7,
+        [BF16] * 3 + [""] * 7,
+        [""] * 9 + ["1"],
+    )
+    assert eff.flops == full / 2
+
+
+def test_attention_backward_is_2_5x_its_forward_and_reads_grad_and_out():
+    q = [2, 8, 128, 64]
+    args = [""] * 7 + ["True"]  # _scaled_dot_product_flash_attention_for_cpu_backward: causal
+    c = cost(
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+        [q] * 5 + [[2, 8, 128]],
+        [F32] * 6,
+        args,
+    )
+    assert c.flops == 2.5 * (2 * 2 * 8 * 128 * 128 * (64 + 64)) / 2
+    size = 2 * 8 * 128 * 64 * 4
+    assert c.bytes_written == 3 * size  # dq, dk, dv
+    assert c.bytes_accessed == 3 * size + 2 * size + c.bytes_written  # q, k, v, grad_out, out
+
+
+def test_convolution_backward_without_grad_input_skips_its_gemm_and_the_weight_read():
+    dims = [[32, 16, 32, 32], [32, 3, 32, 32], [16, 3, 3, 3]] + [[]] * 8
+    types = [F32] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", "ScalarList"]
+    concrete = ["", "", "", "[16]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]
+    c = cost("aten::convolution_backward", dims, types, [*concrete, "[False, True, False]"])
+    assert c.flops == 2 * 32 * 16 * 32 * 32 * 3 * 9  # grad_weight only
+    assert c.bytes_written == 16 * 3 * 3 * 3 * 4
+    assert c.bytes_accessed == (32 * 16 * 32 * 32 + 32 * 3 * 32 * 32) * 4 + c.bytes_written
+
+
+def test_gathers_read_the_picked_rows_and_the_indices_not_the_source():
+    # tl_h100_qwen's embedding lookup: 8944 of 151,936 rows of 1024 bf16.
+    c = cost(
+        "aten::index_select",
+        [[151936, 1024], [], [8944]],
+        [BF16, "Scalar", "long int"],
+        ["", "0", ""],
+    )
+    rows = 8944 * 1024 * 2
+    assert c.bytes_written == rows
+    assert c.bytes_accessed == rows + 8944 * 8 + rows
+    assert category("aten::index_select") == "gather"
+    # index_select along dim 1 of [4, 100, 8]: 10 columns picked, 4·10·8 out.
+    d = cost("aten::index_select", [[4, 100, 8], [], [10]], [F32, "Scalar", "int"], ["", "1", ""])
+    assert d.bytes_accessed == 4 * 10 * 8 * 4 * 2 + 10 * 4
+    g = cost("aten::gather", [[1000, 50], [], [1000, 1], []], [F32, "Scalar", "long int", "Scalar"])
+    assert g.bytes_accessed == 1000 * 4 * 2 + 1000 * 8
+    t = cost("aten::take_along_dim", [[1000, 50], [1000, 3], []], [F32, "long int", "Scalar"])
+    assert t.bytes_accessed == 3000 * 4 * 2 + 3000 * 8
+    i = cost("aten::index", [[1000, 64], [[256]]], [BF16, "TensorList"])
+    assert i.bytes_accessed == 256 * 64 * 2 * 2 + 256 * 8
+    e = cost(
+        "aten::embedding",
+        [[151936, 1024], [16, 559], [], [], []],
+        [BF16, "long int"] + ["Scalar"] * 3,
+    )
+    assert e.bytes_accessed == 2 * 8944 * 1024 * 2 + 8944 * 8
+
+
+def test_embedding_dense_backward_adds_the_gradient_rows_into_the_table():
+    c = cost(
+        "aten::embedding_dense_backward",
+        [[20, 35, 128], [20, 35], [], [], []],
+        [F32, "long int", "Scalar", "Scalar", "Scalar"],
+        ["", "", "2000", "-1", "False"],
+    )
+    assert c.flops == 20 * 35 * 128
+    assert c.bytes_written == 2000 * 128 * 4
+    assert c.bytes_accessed == 20 * 35 * 128 * 4 + 20 * 35 * 8 + 2000 * 128 * 4
+
+
+def test_dtype_names_are_matched_without_case():
+    for name, dtype, size in [("c10::bfloat16", "bf16", 2), ("c10::Half", "fp16", 2),
+                              ("C10::HALF", "fp16", 2), ("Float", "fp32", 4),
+                              ("double", "fp64", 8), ("c10::float8_e4m3fn", "fp8", 1)]:  # fmt: skip
+        c = cost("aten::relu", [[10, 10]], [name])
+        assert (c.dtype, c.bytes_written) == (dtype, 100 * size), name
+    indices = cost("aten::relu", [[10, 10]], ["long int"])
+    assert indices.bytes_written == 800 and indices.dtype == ""
+    assert cost("aten::relu", [[10, 10]], ["unsigned char"]).bytes_written == 100
+
+
+def test_out_tensors_are_written_not_read():
+    # mul(a, b, out=c): the third tensor is the output.
+    c = cost("aten::mul", [[64, 64], [64, 64], [64, 64]], [F32] * 3)
+    assert c.bytes_accessed == 3 * 64 * 64 * 4 and c.bytes_written == 64 * 64 * 4
+    # add(self, other, alpha, out=...).
+    a = cost("aten::add", [[8, 8], [8, 8], [], [8, 8]], [F32, F32, "Scalar", F32])
+    assert a.bytes_accessed == 3 * 64 * 4
+    named_out = cost("aten::exp.out", [[8, 8], [8, 8]], [F32, F32])
+    assert named_out.bytes_accessed == 2 * 64 * 4

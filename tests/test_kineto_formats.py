@@ -25,7 +25,6 @@ FIELD_TRACES = sorted(
     p.relative_to(SHARED_DATA).as_posix() for p in SHARED_DATA.glob("field/*/*.json*")
 )
 # Kernels with runtime calls but no CPU op: analysed once kineto/ops.py's fix of issue 19 is in.
-NO_CPU_OPS = "field/tl_mi210_gpu_only/gpu_only_trace.json.gz"
 # Older Kineto's categories, written out here as the oracle (not the reader's table).
 OLD_TO_NEW = {
     "Operator": "cpu_op",
@@ -171,18 +170,7 @@ def test_no_shared_xspace_looks_like_a_trace_and_every_field_trace_does(shared_d
     assert FIELD_TRACES and all(looks_like_trace(file_head(shared_data / p)) for p in FIELD_TRACES)
 
 
-@pytest.mark.parametrize(
-    "rel",
-    [
-        pytest.param(
-            r,
-            marks=pytest.mark.xfail(reason="kernels without CPU ops: kineto/ops.py", strict=False),
-        )
-        if r == NO_CPU_OPS
-        else r
-        for r in FIELD_TRACES
-    ],
-)
+@pytest.mark.parametrize("rel", FIELD_TRACES)
 def test_cli_summary_reads_every_field_trace(shared_data, rel):
     proc = run_cli("summary", str(shared_data / rel))
     assert proc.returncode == 0, proc.stderr

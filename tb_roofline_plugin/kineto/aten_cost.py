@@ -35,6 +35,16 @@ _DTYPES: dict[str, tuple[str, int]] = {
     "long": ("", 8),
 }
 
+# The same, keyed without case (``c10::bfloat16``, ``C10::Half`` and ``Float`` are met).
+_DTYPES_BY_LOWER = {k.lower(): v for k, v in _DTYPES.items()}
+
+
+def element_type(name: object) -> tuple[str, int] | None:
+    """(roofline dtype, bytes per element) of a recorded ``Input type``; None if not a
+    tensor element type."""
+    return _DTYPES_BY_LOWER.get(str(name).strip().lower())
+
+
 _NOT_TENSORS = {"Scalar", "ScalarList", "TensorList", "GenericList", "None", "Device"}
 
 MATMUL = "matmul"
@@ -46,6 +56,9 @@ NORMALIZATION = "normalization"
 EMBEDDING = "embedding"
 COMMUNICATION = "communication (NCCL)"
 MEMORY_COPY = "memory copy"
+GATHER = "gather"
+RECURRENT = "recurrent"
+VIEW = "allocation and view"
 OPTIMIZER = "optimizer"
 OTHER = "other"
 
@@ -122,14 +135,31 @@ class OpArgs:
     def dtype(self) -> tuple[str, int]:
         """The first floating input type's (roofline dtype, element bytes); ("", 4) if none."""
         for name in self.types:
-            found = _DTYPES.get(str(name))
+            found = element_type(name)
             if found and found[0] and found[0] != "int8":
                 return found
         for name in self.types:
-            found = _DTYPES.get(str(name))
+            found = element_type(name)
             if found:
                 return found
         return "", 4
+
+    def element_bytes(self, i: int, default: int) -> int:
+        """Bytes per element of argument ``i`` by its own type (indices: 8 for ``long int``)."""
+        found = element_type(self.types[i]) if i < len(self.types) else None
+        return found[1] if found else default
+
+    def tensor_bytes(self, i: int, default: int) -> int:
+        """Bytes of tensor argument ``i`` (0 if it is not a tensor)."""
+        shape = self.shape(i)
+        return numel(shape) * self.element_bytes(i, default) if shape is not None else 0
+
+    def flag(self, i: int) -> bool | None:
+        """Argument ``i`` from ``Concrete Inputs`` as a bool (``"True"``, ``"1"``), else None."""
+        if i >= len(self.concrete):
+            return None
+        text = str(self.concrete[i]).strip()
+        return {"True": True, "False": False, "1": True, "0": False}.get(text)
 
 
 def numel(shape: Sequence[int] | None) -> int:
@@ -256,18 +286,24 @@ def conv_cost(name: str, args: OpArgs) -> AtenCost:
 
 
 def conv_backward_cost(name: str, args: OpArgs) -> AtenCost:
-    """``convolution_backward(grad_output, input, weight, ..., output_mask)``: a forward's
-    FLOPs for the input gradient and again for the weight gradient, each when the mask asks."""
+    """``convolution_backward(grad_output, input, weight, ..., output_mask)``: each output the
+    mask asks for (``[grad_input, grad_weight, grad_bias]``, the last bool list; all three
+    when absent) costs its GEMM-equivalent, a forward's FLOPs (grad_bias: a sum over
+    grad_output). grad_output is read; the weight for grad_input, the input for grad_weight."""
     grad_out, inp, weight = args.shape(0), args.shape(1), args.shape(2)
     if grad_out is None or inp is None or weight is None or len(weight) != len(inp):
         return _unknown("convolution_backward without grad_output, input and weight shapes")
-    mask = args.bools(10) or [True, True, True]
+    lists = [
+        i for i, text in enumerate(args.concrete) if "True" in str(text) or "False" in str(text)
+    ]
+    masks = [m for m in (args.bools(i) for i in lists) if m]
+    mask = (masks[-1] + [False] * 3)[:3] if masks else [True, True, True]
     forward = _conv_forward_flops(inp, weight, grad_out[2:])
-    flops = forward * (int(mask[0]) + int(len(mask) > 1 and mask[1]))
+    flops = forward * mask[0] + forward * mask[1] + numel(grad_out) * mask[2]
     dtype, size = args.dtype()
-    read = (numel(grad_out) + numel(inp) + numel(weight)) * size
-    written = (numel(inp) * mask[0] + numel(weight) * (len(mask) > 1 and mask[1])) * size
-    return _cost(flops, read, written, dtype)
+    read = numel(grad_out) + numel(weight) * mask[0] + numel(inp) * mask[1]
+    written = numel(inp) * mask[0] + numel(weight) * mask[1] + weight[0] * mask[2]
+    return _cost(flops, read * size, written * size, dtype)
 
 
 def _expand(values: list[int] | None, dims: int, default: int) -> list[int]:
@@ -279,11 +315,40 @@ def _expand(values: list[int] | None, dims: int, default: int) -> list[int]:
 # --- Attention -----------------------------------------------------------------------------
 
 
-def attention_cost(name: str, args: OpArgs) -> AtenCost:
-    """Scaled dot-product attention: Q·Kᵀ and P·V, 2·B·H·L·S·(E + E_v) FLOPs forward; the
-    backward (``*_backward``) does 2.5× that (five GEMMs of the same size against two).
+# Position of ``is_causal`` (or of ``custom_mask_type``, causal when not 0) per op schema.
+_CAUSAL_ARG: dict[str, int] = {
+    "scaled_dot_product_attention": 5,
+    "_scaled_dot_product_attention_math": 5,
+    "_scaled_dot_product_flash_attention": 4,
+    "_scaled_dot_product_flash_attention_for_cpu": 4,
+    "_scaled_dot_product_efficient_attention": 6,
+    "_scaled_dot_product_cudnn_attention": 6,
+    "_flash_attention_forward": 8,
+    "_efficient_attention_forward": 9,
+    "_scaled_dot_product_flash_attention_backward": 11,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": 7,
+    "_scaled_dot_product_efficient_attention_backward": 11,
+    "_scaled_dot_product_cudnn_attention_backward": 14,
+    "_flash_attention_backward": 11,
+    "_efficient_attention_backward": 14,
+}
 
-    ``_flash_attention_forward``/``_efficient_attention_forward`` take (B, L, H, E); the
+
+def is_causal(op: str, args: OpArgs) -> bool:
+    at = _CAUSAL_ARG.get(op, -1)
+    if "_efficient_attention_" in op and not op.startswith("_scaled"):
+        mask_type = args.ints(at)
+        return bool(mask_type and mask_type[0] != 0)
+    return bool(args.flag(at))
+
+
+def attention_cost(name: str, args: OpArgs) -> AtenCost:
+    """Scaled dot-product attention: Q·Kᵀ and P·V, 2·B·H·L·S·(E + E_v) FLOPs forward, half
+    of that when causal (``is_causal``: the fused kernels skip the masked half); the
+    backward (``*_backward``) does 2.5× its forward (five GEMMs of the same size against two)
+    and reads grad_out and out besides Q, K, V, writing their gradients.
+
+    ``_flash_attention_*``/``_efficient_attention_*`` take (B, L, H, E); the
     ``scaled_dot_product_*`` ops take (B, H, L, E).
     """
     op = name.split("::")[-1]
@@ -298,13 +363,66 @@ def attention_cost(name: str, args: OpArgs) -> AtenCost:
     else:
         b, h, lq, e = q
         s, ev = k[2], v[3]
-    forward = 2.0 * b * h * lq * s * (e + ev)
+    forward = 2.0 * b * h * lq * s * (e + ev) * (0.5 if is_causal(op, args) else 1.0)
     dtype, size = args.dtype()
-    read = (numel(q) + numel(k) + numel(v)) * size
-    written = b * h * lq * ev * size
+    qkv = (numel(q) + numel(k) + numel(v)) * size
+    out = b * h * lq * ev * size
     if backward:
-        return _cost(2.5 * forward, read + written, read, dtype)
-    return _cost(forward, read, written, dtype)
+        return _cost(2.5 * forward, qkv + 2 * out, qkv, dtype)
+    return _cost(forward, qkv, out, dtype)
+
+
+# --- Recurrent layers ----------------------------------------------------------------------
+
+# mkldnn's rnn modes (RNN_RELU, RNN_TANH, LSTM, GRU) -> gates per step.
+_RNN_GATES = {0: 1, 1: 1, 2: 4, 3: 3}
+
+
+def lstm_cost(name: str, args: OpArgs) -> AtenCost:
+    """``lstm/gru/rnn_tanh/rnn_relu(input, hx, params, ...)``: every 2-d weight [R, C] of
+    ``params`` is a GEMM against each of the T·B rows, 2·T·B·R·C FLOPs (the same count as
+    ``rnn_cost`` per layer); input, params and states read, the output written."""
+    inp, lists = args.shape(0), args.tensor_lists()
+    if inp is None or len(inp) != 3 or len(lists) < 2:
+        return _unknown(f"{name.split('::')[-1]} without input and parameter shapes")
+    states, params = lists[0], lists[-1]
+    rows = inp[0] * inp[1]
+    flops = sum(2.0 * rows * w[0] * w[1] for w in params if len(w) == 2)
+    hidden = states[0][-1] if states and states[0] else 0
+    dtype, size = args.dtype()
+    read = numel(inp) + sum(numel(w) for w in params) + sum(numel(h) for h in states)
+    return _cost(flops, read * size, rows * hidden * size, dtype)
+
+
+def rnn_cost(name: str, args: OpArgs) -> AtenCost:
+    """``mkldnn_rnn_layer(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode,
+    hidden_size, ...)``: one layer over T steps of B rows, G gates (LSTM 4, GRU 3, RNN 1, from
+    ``mode``): 2·T·B·G·H·(I + H) FLOPs (the gate GEMMs; the gates' element-wise math is
+    small); input, weights and states read, output and states written. The backward
+    (``mkldnn_rnn_layer_backward(input, w_ih, w_hh, b_ih, b_hh, hx, cx, output, hy, cy,
+    grad_output, grad_hy, grad_cy, reverse, mode, hidden_size, ...)``) does 2× the forward
+    (the input and the weight gradients), reads every tensor argument and writes the
+    gradients of the input, the weights and the states."""
+    op = name.split("::")[-1]
+    backward = "backward" in op
+    inp, w_ih, w_hh = args.shape(0), args.shape(1), args.shape(2)
+    if inp is None or w_ih is None or w_hh is None or len(inp) != 3 or len(w_hh) != 2:
+        return _unknown(f"{op} without input and weight shapes")
+    mode_at, hidden_at = (14, 15) if backward else (9, 10)
+    hidden = (args.ints(hidden_at) or [w_hh[1]])[0]
+    mode = args.ints(mode_at)
+    gates = _RNN_GATES.get(mode[0], 1) if mode else max(w_hh[0] // max(hidden, 1), 1)
+    steps_rows, width = inp[0] * inp[1], inp[2]
+    forward = 2.0 * steps_rows * gates * hidden * (width + hidden)
+    dtype, size = args.dtype()
+    tensors = [i for i in range(len(args.dims)) if args.shape(i) is not None]
+    weights = sum(args.tensor_bytes(i, size) for i in range(1, 5))
+    states = sum(args.tensor_bytes(i, size) for i in (5, 6))
+    if backward:
+        read = sum(args.tensor_bytes(i, size) for i in tensors)
+        return _cost(2.0 * forward, read, numel(inp) * size + weights + states, dtype)
+    read = args.tensor_bytes(0, size) + weights + states
+    return _cost(forward, read, steps_rows * hidden * size + states, dtype)
 
 
 # --- Elementwise, reductions, softmax, normalization -------------------------------------
@@ -317,18 +435,51 @@ _ELEMENTWISE_FLOPS: dict[str, int] = {
     "elu": 4, "hardswish": 4, "add": 1, "add_": 1, "sub": 1, "sub_": 1,
 }  # fmt: skip
 _NO_FLOPS = {"copy_", "clone", "contiguous", "_to_copy", "to", "fill_", "zero_", "zeros_like",
-             "ones_like", "full_like", "cat", "stack", "index_select", "gather", "scatter",
-             "index", "index_put_", "repeat"}  # fmt: skip
+             "ones_like", "full_like", "cat", "stack", "scatter", "index_put_",
+             "repeat"}  # fmt: skip
+_GATHERS = ("index_select", "gather", "index", "take_along_dim")
+# Ops that allocate or re-view memory: no FLOPs, no bytes moved; their time is their own.
+_VIEWS = ("empty", "empty_like", "empty_strided", "resize_", "as_strided", "as_strided_", "view",
+          "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
+          "unsqueeze", "slice", "select", "narrow", "flatten", "unflatten", "detach", "detach_",
+          "alias", "resolve_conj", "resolve_neg", "split", "chunk", "unbind", "split_with_sizes",
+          "lift_fresh", "_reshape_alias", "numpy_T", "unfold", "zeros", "ones",
+          "full")  # fmt: skip
+# Arguments of the functional schema: a tensor recorded past them is an ``out=`` tensor,
+# written, not read (so is the last tensor of an op named ``*.out``/``*_out``).
+_FUNCTIONAL_ARGS: dict[str, int] = {
+    "add": 3, "sub": 3, "mul": 2, "div": 3, "where": 3, "clamp": 3, "clamp_min": 2,
+    "clamp_max": 2, "addcmul": 4, "addcdiv": 4, "lerp": 3, "pow": 2, "maximum": 2,
+    "minimum": 2, "relu": 1, "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "neg": 1, "abs": 1,
+    "sigmoid": 1, "tanh": 1, "silu": 1, "gelu": 2, "reciprocal": 1, "sin": 1, "cos": 1,
+    "erf": 1, "masked_fill": 3, "silu_backward": 2, "gelu_backward": 3, "tanh_backward": 2,
+    "sigmoid_backward": 2, "threshold_backward": 3, "copy_": 3, "fill_": 2,
+}  # fmt: skip
+
+
+def _read_shapes(name: str, args: OpArgs) -> list[list[int]]:
+    """Shapes of the tensor arguments an op reads: ``out=`` tensors left out."""
+    op = name.split("::")[-1]
+    bare = op.removesuffix(".out").removesuffix("_out")
+    count = len(args.dims)
+    last_out = bare != op
+    limit = _FUNCTIONAL_ARGS.get(bare, count)
+    tensors = [i for i in range(count) if args.shape(i) is not None]
+    if last_out and tensors:
+        tensors = tensors[:-1]
+    return [args.shape(i) for i in tensors if i < limit]  # type: ignore[misc]
 
 
 def elementwise_cost(name: str, args: OpArgs) -> AtenCost:
     """One FLOP per output element (``_ELEMENTWISE_FLOPS`` for ops that do more; copies and
-    fills none); every tensor input read once and the broadcast output written."""
+    fills none); every tensor input read once (an ``out=`` tensor is written, not read) and
+    the broadcast output written."""
     op = name.split("::")[-1]
-    shapes = [s for s in (args.shape(i) for i in range(len(args.dims))) if s is not None]
+    shapes = _read_shapes(name, args)
     if not shapes:
         return _unknown(f"{op} without tensor shapes")
     dtype, size = args.dtype()
+    op = op.removesuffix(".out").removesuffix("_out")
     if op in ("cat", "stack"):
         lists = args.tensor_lists()
         tensors = lists[0] if lists else shapes
@@ -339,6 +490,8 @@ def elementwise_cost(name: str, args: OpArgs) -> AtenCost:
     read = sum(numel(s) for s in shapes)
     if op in ("fill_", "zero_"):
         read = 0
+    elif op == "copy_":  # copy_(self, src): self is overwritten, not read
+        read -= numel(shapes[0]) if len(shapes) > 1 else 0
     return _cost(per * out, read * size, out * size, dtype)
 
 
@@ -386,13 +539,17 @@ def norm_cost(name: str, args: OpArgs) -> AtenCost:
 def embedding_cost(name: str, args: OpArgs) -> AtenCost:
     """``embedding(weight, indices)``: one row of D read and written per index;
     ``embedding_bag(weight, indices, offsets, ...)``: one row read per index, a FLOP per
-    element summed, one row written per bag."""
+    element summed, one row written per bag; ``embedding_dense_backward(grad, indices,
+    num_weights, ...)``: the gradient rows and indices read, each row added into a zeroed
+    ``num_weights`` × D table. Indices are read at their own width (8 bytes for ``long``)."""
     op = name.split("::")[-1]
+    if op in ("embedding_dense_backward", "embedding_backward"):
+        return _embedding_backward(args)
     weight, indices = args.shape(0), args.shape(1)
     if weight is None or indices is None or len(weight) != 2:
         return _unknown(f"{op} without weight and indices shapes")
     dtype, size = args.dtype()
-    index_bytes = 8 * numel(indices)
+    index_bytes = args.tensor_bytes(1, 8)
     width = weight[1]
     if "bag" in op:
         offsets = args.shape(2)
@@ -401,6 +558,51 @@ def embedding_cost(name: str, args: OpArgs) -> AtenCost:
         return _cost(gathered, gathered * size + index_bytes, bags * width * size, dtype)
     rows = numel(indices) * width
     return _cost(0.0, rows * size + index_bytes, rows * size, dtype)
+
+
+def _embedding_backward(args: OpArgs) -> AtenCost:
+    grad, indices, tables = args.shape(0), args.shape(1), args.ints(2)
+    if grad is None or indices is None or not grad or not tables:
+        return _unknown("embedding_dense_backward without grad, indices and num_weights")
+    dtype, size = args.dtype()
+    n = numel(grad)
+    table = tables[0] * grad[-1]
+    return _cost(n, n * size + args.tensor_bytes(1, 8), table * size, dtype)
+
+
+def gather_cost(name: str, args: OpArgs) -> AtenCost:
+    """Gathers read the rows they pick and the indices and write the output, never the
+    whole source: ``index_select(self, dim, index)`` (the output is ``self`` with ``dim``
+    cut to len(index)), ``gather(self, dim, index)`` and ``take_along_dim(self, indices,
+    dim)`` (the output has the indices' shape), ``index(self, indices)`` (the broadcast
+    indices' shape, then ``self``'s remaining dims)."""
+    op = name.split("::")[-1]
+    source = args.shape(0)
+    if source is None:
+        return _unknown(f"{op} without a source shape")
+    dtype, size = args.dtype()
+    if op == "index_select":
+        index, dims = args.shape(2), args.ints(1)
+        if index is None or not source:
+            return _unknown("index_select without source and index shapes")
+        dim = (dims or [0])[0] % len(source)
+        out, index_at = numel(source) // max(source[dim], 1) * numel(index), 2
+    elif op in ("gather", "take_along_dim"):
+        index_at = 2 if op == "gather" else 1
+        index = args.shape(index_at)
+        if index is None:
+            return _unknown(f"{op} without an index shape")
+        out = numel(index)
+    else:  # index(self, indices: a list of index tensors)
+        lists = args.tensor_lists() or [[s] for s in (args.shape(1),) if s is not None]
+        if not lists or not lists[0]:
+            return _unknown("index without index shapes")
+        picked = lists[0]
+        out = numel(_broadcast(picked)) * numel(source[len(picked) :])
+        index_bytes = 8 * sum(numel(s) for s in picked)
+        return _cost(0.0, out * size + index_bytes, out * size, dtype)
+    index_bytes = args.tensor_bytes(index_at, 8)
+    return _cost(0.0, out * size + index_bytes, out * size, dtype)
 
 
 _FOREACH_FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "addcmul": 3, "addcdiv": 3,
@@ -440,6 +642,11 @@ def fused_optimizer_cost(name: str, args: OpArgs) -> AtenCost:
     return _cost(per * n, read * size, written * size, dtype)
 
 
+def view_cost(name: str, args: OpArgs) -> AtenCost:
+    """Allocations and views: no FLOPs and no bytes, a known cost (their time is their own)."""
+    return _cost(0.0, 0.0, 0.0, args.dtype()[0])
+
+
 def no_cost(name: str, args: OpArgs) -> AtenCost:
     return _unknown("collective communication, no FLOPs or memory traffic modelled")
 
@@ -456,14 +663,6 @@ for _op in _CONV_ARGS:
     _EXACT[_op] = (CONVOLUTION, conv_cost)
 for _op in ("convolution_backward", "cudnn_convolution_backward", "mkldnn_convolution_backward"):
     _EXACT[_op] = (CONVOLUTION, conv_backward_cost)
-for _op in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-            "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-            "_flash_attention_forward", "_efficient_attention_forward",
-            "_scaled_dot_product_flash_attention_backward",
-            "_scaled_dot_product_efficient_attention_backward",
-            "_scaled_dot_product_cudnn_attention_backward",
-            "_flash_attention_backward", "_efficient_attention_backward"):  # fmt: skip
-    _EXACT[_op] = (ATTENTION, attention_cost)
 for _op in ("sum", "mean", "amax", "amin", "max", "min", "norm", "linalg_vector_norm", "prod",
             "var", "std", "argmax", "argmin", "all", "any", "cumsum", "logsumexp",
             "nll_loss_forward", "nll_loss", "nll_loss_nd", "_adaptive_avg_pool2d",
@@ -479,13 +678,41 @@ for _op in ("layer_norm", "native_layer_norm", "native_layer_norm_backward", "ba
             "native_group_norm", "native_group_norm_backward", "rms_norm", "_fused_rms_norm",
             "instance_norm"):  # fmt: skip
     _EXACT[_op] = (NORMALIZATION, norm_cost)
+for _op in _CAUSAL_ARG:
+    _EXACT[_op] = (ATTENTION, attention_cost)
+for _op in ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward"):
+    _EXACT[_op] = (RECURRENT, rnn_cost)
+for _op in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+    _EXACT[_op] = (RECURRENT, lstm_cost)
+_EXACT["cross_entropy_loss"] = (REDUCTION, reduction_cost)
+for _op in _GATHERS:
+    _EXACT[_op] = (GATHER, gather_cost)
+for _op in _VIEWS + ("contiguous",):
+    _EXACT[_op] = (VIEW, view_cost)
 for _op in ("embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only",
-            "embedding_dense_backward", "_embedding_bag_backward"):  # fmt: skip
+            "embedding_dense_backward", "embedding_backward",
+            "_embedding_bag_backward"):  # fmt: skip
     _EXACT[_op] = (EMBEDDING, embedding_cost)
 for _op in ("_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_fused_adam", "_fused_adamw"):
     _EXACT[_op] = (OPTIMIZER, fused_optimizer_cost)
-for _op in _NO_FLOPS:
+for _op in _NO_FLOPS - {"contiguous"}:
     _EXACT[_op] = (MEMORY_COPY, elementwise_cost)
+
+# The categories of inner ops that do an op's work for it (``aten::linear`` -> its
+# ``aten::addmm``; the math path of attention -> its ``bmm``s; a ``_foreach_*`` fallback ->
+# its per-tensor ops): an op with such an op inside it is a composite, whose cost is theirs.
+_TAKES_OVER: dict[str, frozenset[str]] = {
+    ATTENTION: frozenset({ATTENTION, MATMUL}),
+    EMBEDDING: frozenset({EMBEDDING, GATHER}),
+    OPTIMIZER: frozenset({OPTIMIZER, ELEMENTWISE, REDUCTION}),
+    VIEW: frozenset(),
+}
+
+
+def takes_over(outer: str, inner: str) -> bool:
+    """Whether an op of category ``inner`` inside an op of category ``outer`` does its work."""
+    return inner in _TAKES_OVER.get(outer, frozenset({outer}))
+
 
 _COMMUNICATION = re.compile(
     r"record_param_comms|^c10d::|^nccl:|^rccl|allreduce|all_reduce|"
@@ -514,6 +741,9 @@ def family(name: str) -> tuple[str, CostFunction | None]:
         return (EMBEDDING, _EXACT[op][1]) if op in _EXACT else (EMBEDDING, None)
     if "::" not in name:
         return OTHER, None  # autograd nodes, user scopes
+    op = op.split(".")[0]  # an overload (``mm.out``) costs as its op
+    if op.endswith("_out") and (op[:-4] in _EXACT or _ELEMENTWISE_OPS.match(op[:-4])):
+        op = op[:-4]
     if op in _EXACT:
         return _EXACT[op]
     if op.startswith("_foreach_"):
@@ -527,12 +757,15 @@ def category(name: str) -> str:
     return family(name)[0]
 
 
+NO_MODEL = "no cost model for this op"
+
+
 def op_cost(name: str, args: OpArgs, trace_flops: float = 0.0) -> AtenCost:
     """The cost of one execution; ``trace_flops`` (the ``flops`` arg of ``with_flops=True``)
     replaces the model's FLOPs when present."""
     _, cost_function = family(name)
     if cost_function is None:
-        cost = _unknown("no cost model for this op")
+        cost = _unknown(NO_MODEL)
     elif cost_function is no_cost:
         cost = no_cost(name, args)
     elif not args.dims:

@@ -15,9 +15,9 @@ stream, else by itself: an op row with time and no FLOPs, so every kernel is in 
 table. An op row is named by its op; its time is the sum of its kernels' durations and its
 FLOPs and bytes are the sum over its executions (each execution once, however many kernels
 it launched). Memcpy/memset count in device time and are listed apart
-(``OpStats.unattributed``). In a CPU-only trace the ops that do the work are the
-leaf-most ops with a cost model (``aten::linear`` is left out for its ``aten::addmm``),
-timed by their CPU spans.
+(``OpStats.unattributed``). In a CPU-only trace the same rule holds for time: each op's
+self time (span minus the ops inside it) is the innermost op's, a composite's dispatch
+(``aten::linear`` around its ``aten::addmm``) its longest inner op's (``working_ops``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from ..ops.op_stats import (
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
-from .aten_cost import MEMORY_COPY, OTHER, OpArgs, family, op_cost
+from .aten_cost import MEMORY_COPY, NO_MODEL, OTHER, OpArgs, family, op_cost, takes_over
 from .devices import device_peaks
 from .trace_reader import MAX_MAGNITUDE, TraceEvents
 
@@ -66,10 +66,19 @@ GPU_COMPUTED = (
     "the ops' recorded shapes."
 )
 CPU_COMPUTED = (
-    "CPU roofline computed by tb_roofline_plugin from a PyTorch profiler (Kineto) trace: the "
-    "ops that do the work, each counted once (aten::linear gives way to its aten::addmm), "
-    "timed by their CPU spans; FLOPs and bytes from their recorded shapes."
+    "CPU roofline computed by tb_roofline_plugin from a PyTorch profiler (Kineto) trace: each "
+    "op's self time (its span minus the ops inside it) belongs to the innermost op doing the "
+    "work (aten::linear's dispatch to its aten::addmm), each execution's FLOPs counted once; "
+    "FLOPs and bytes from the ops' recorded shapes."
 )
+NO_MODEL_SHARE = (
+    "{count:,} ops without a cost model ({share:.1f} % of op time): {names}; times only."
+)
+ANNOTATION_SHARE = (
+    "{count:,} annotations hold time no op covers ({share:.1f} % of op time), a row each "
+    "(compiled graphs' code, Python): {names}; times only."
+)
+NAMED_OPS = 6
 NO_OPS = (
     "This PyTorch profiler trace has no GPU kernels and no CPU ops (only {what}); there is "
     "nothing to put on a roofline."
@@ -652,62 +661,128 @@ def cpu_window_ns(events: TraceEvents, rows: np.ndarray) -> int:
     return int(end.max() - begin.min()) if len(begin) else 0
 
 
-def working_ops(events: TraceEvents, nest: Nesting) -> np.ndarray:
-    """Sorted positions of the CPU ops that do the work, each counted once.
+@dataclass
+class CpuWork:
+    """The forest of a CPU trace's ops and annotations (``ProfilerStep#N`` aside), each node
+    with its self time and the node whose row gets it (``working_ops``)."""
 
-    An op with a cost model counts unless an op of its own category inside it does
-    (``aten::linear`` gives way to its ``aten::addmm``, ``aten::conv2d`` to
-    ``aten::mkldnn_convolution``) or an op around it counts (the bias ``aten::copy_``
-    inside ``aten::addmm`` is part of the addmm). Each pass climbs one level for all ops.
+    rows: np.ndarray  # event row per node
+    op_index: np.ndarray  # cpu op index per node, -1 for an annotation
+    self_ns: np.ndarray  # span minus the spans of the nodes directly inside it
+    owner: np.ndarray  # node whose row gets this node's self time (itself unless a wrapper)
+
+
+def cpu_forest(events: TraceEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CPU ops and user annotations (ProfilerStep#N aside) by (thread, begin, longest
+    first): their event rows, cpu op index (-1: annotation) and parent position (-1: root)."""
+    annotation = events.code("user_annotation")
+    notes = np.flatnonzero(events.category == annotation) if annotation >= 0 else np.arange(0)
+    steps = [c for c, text in enumerate(events.names) if STEP_NAME.match(text)]
+    notes = notes[~np.isin(events.name[notes], steps)]
+    rows = np.concatenate([events.op_rows, notes])
+    op_index = np.concatenate([np.arange(len(events.op_rows)), np.full(len(notes), -1)])
+    used, thread = unique(events.thread[rows], return_inverse=True)
+    stride = int(events.end_ns.max()) + 1 if len(events) else 1
+    b = thread.ravel() * stride + events.begin_ns[rows]
+    e = thread.ravel() * stride + events.end_ns[rows]
+    order = span_order(b, e)
+    return rows[order], op_index[order], nesting_parents(b[order], e[order])
+
+
+def working_ops(events: TraceEvents) -> CpuWork:
+    """Who gets each nanosecond of CPU op time: the innermost op doing the work.
+
+    Each op (and annotation) holds its self time, its span minus the spans directly inside
+    it, as a GPU kernel belongs to its innermost launching op. A *wrapper* holds none: an
+    op with a cost model whose work an op inside it does (``aten_cost.takes_over``:
+    ``aten::linear`` around ``aten::addmm``, attention's math path around its ``bmm``s), or
+    an autograd node or ``autograd::engine`` scope with an op inside; its self time (dispatch
+    overhead) goes to the longest non-wrapper inside it, and its FLOPs are its inner ops'.
+    Every non-wrapper op is a row with its own cost, so each ns of a root span is in exactly
+    one row and each execution's FLOPs are counted once. Each pass climbs one level.
     """
+    rows, op_index, parent = cpu_forest(events)
     names = events.names
-    category_of = [family(n) for n in names]
-    code = {c: i for i, c in enumerate(dict.fromkeys(c for c, _ in category_of))}
-    has_model = np.array([f is not None for _, f in category_of], bool)[events.name[events.op_rows]]
-    category = np.array([code[c] for c, _ in category_of], np.int64)[events.name[events.op_rows]]
-    costed, cat = has_model[nest.order], category[nest.order]
-    # Ops with a same-category op inside them give way to it.
-    inner_same = np.zeros(len(costed), bool)
-    width = len(code) + 1
-    node, kind = nest.parent[costed], cat[costed]
+    families = [family(n) for n in names]
+    kinds = list(dict.fromkeys(c for c, _ in families)) + ["annotation"]
+    kind_code = {c: i for i, c in enumerate(kinds)}
+    is_op = op_index >= 0
+    name = events.name[rows]
+    costed = np.array([f is not None for _, f in families] + [False], bool)[
+        np.where(is_op, name, len(names))
+    ]
+    code_of = np.array([kind_code[c] for c, _ in families] + [len(kinds) - 1], np.int64)
+    kind = code_of[np.where(is_op, name, len(names))]
+    takes = np.array([[takes_over(o, i) for i in kinds] for o in kinds], bool)
+    duration = events.dur_ns[rows]
+    nested = np.flatnonzero(parent >= 0)
+    self_ns = duration - np.bincount(parent[nested], duration[nested], len(rows)).astype(np.int64)
+    np.maximum(self_ns, 0, out=self_ns)
+    # Composites: a costed op with a costed op inside that does its work.
+    wrapper = np.zeros(len(rows), bool)
+    width = len(kinds)
+    inner = np.flatnonzero(costed)
+    node, inner_kind = parent[inner], kind[inner]
     while len(node):
-        keep = node >= 0
-        pairs = unique(node[keep] * width + kind[keep])
-        node, kind = pairs // width, pairs % width
-        hit = (cat[node] == kind) & costed[node]
-        inner_same[node[hit]] = True
-        node = nest.parent[node]
-    candidate = costed & ~inner_same
-    # Ops inside a counted op are part of it.
-    chosen = np.flatnonzero(candidate)
-    inside = np.zeros(len(chosen), bool)
-    up = nest.parent[chosen]
-    while True:
-        live = up >= 0
-        if not live.any():
-            break
-        inside[live] |= candidate[up[live]]
-        up = np.where(live, nest.parent[np.maximum(up, 0)], -1)
-    return chosen[~inside]
+        live = node >= 0
+        pairs = unique(node[live] * width + inner_kind[live])
+        node, inner_kind = pairs // width, pairs % width
+        hit = costed[node] & takes[kind[node], inner_kind]
+        wrapper[node[hit]] = True
+        node = parent[node]
+    plumbing = np.array(
+        ["::" not in n or n.startswith("autograd::") for n in names] + [False], bool
+    )[np.where(is_op, name, len(names))]
+    wrapper |= plumbing & is_op & (np.bincount(parent[nested], minlength=len(rows)) > 0)
+    # A wrapper's self time: to the longest non-wrapper inside it (one of those just below
+    # its run of wrappers; ties: the first).
+    owner = np.arange(len(rows))
+    climbing = np.flatnonzero(~wrapper & (parent >= 0))
+    up = parent[climbing]
+    found_anc, found_node = [], []
+    while len(climbing):
+        keep = up >= 0
+        climbing, up = climbing[keep], up[keep]
+        keep = wrapper[up]
+        climbing, up = climbing[keep], up[keep]
+        found_anc.append(up)
+        found_node.append(climbing)
+        up = parent[up]
+    if found_anc:
+        anc, held = np.concatenate(found_anc), np.concatenate(found_node)
+        order = np.lexsort((held, -duration[held], anc))
+        anc, held = anc[order], held[order]
+        first = np.ones(len(anc), bool)
+        first[1:] = anc[1:] != anc[:-1]
+        owner[anc[first]] = held[first]
+    return CpuWork(rows, op_index, self_ns, owner)
 
 
 def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpStats:
-    """CPU-only traces: the ops that do the work (``working_ops``), timed by their spans."""
-    nest = nesting(events)
-    rows = events.op_rows
-    counted = np.sort(nest.order[working_ops(events, nest)])
+    """CPU-only traces: each op's self time in the row of the innermost op doing the work
+    (``working_ops``); annotations' time that no op covers in a row of the annotation."""
+    work = working_ops(events)
+    time_ns = np.bincount(work.owner, work.self_ns, len(work.rows)).astype(np.int64)
+    holds = work.owner == np.arange(len(work.rows))  # the non-wrappers: one row each
+    is_op = holds & (work.op_index >= 0)
+    counted = work.op_index[is_op]
     ex = cost_executions(events, counted)
-    op_begin = events.begin_ns[rows[counted]]
-    op_time = events.dur_ns[rows[counted]] * PS_PER_NS
-    span_ns = cpu_window_ns(events, rows)
-    whole = aggregate(
-        ex,
-        np.zeros(len(counted), np.int64),
-        ex.op,
-        np.zeros(len(counted), np.int64),
-        op_time,
-        np.array([span_ns * PS_PER_NS]),
-    )
+    # Annotations' rows come after the op rows, one per annotation name.
+    notes = holds & (work.op_index < 0)
+    codes, note_row = unique(events.name[work.rows[notes]], return_inverse=True)
+    note_names = [events.names[c] for c in codes.tolist()]
+    ex.names += note_names
+    ex.categories += [ANNOTATION_CATEGORY] * len(note_names)
+    ex.dtypes += [""] * len(note_names)
+    timed = np.flatnonzero(holds)
+    row = np.zeros(len(work.rows), np.int64)
+    row[is_op] = ex.op
+    row[notes] = len(ex.names) - len(note_names) + note_row.ravel()
+    event_op, event_time_ps = row[timed], time_ns[timed] * PS_PER_NS
+    begin = events.begin_ns[work.rows]
+    span_ns = cpu_window_ns(events, work.rows)
+    one_ex, one_ev = np.zeros(len(counted), np.int64), np.zeros(len(timed), np.int64)
+    whole = aggregate(ex, one_ex, event_op, one_ev, event_time_ps, np.array([span_ns * PS_PER_NS]))
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -717,12 +792,13 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
         all_db=whole.db(0),
     )
     stats.diagnostics.info.append(CPU_COMPUTED)
-    _note_unknown(stats, ex)
+    _note_unknown(stats, ex, np.bincount(event_op, event_time_ps, len(ex.names)))
     steps = profiler_steps(events)
     if steps.numbers:
-        step = steps.of(op_begin)
         durations = (steps.end_ns - steps.begin_ns) * PS_PER_NS
-        table = aggregate(ex, step, ex.op, step, op_time, durations)
+        table = aggregate(
+            ex, steps.of(begin[is_op]), event_op, steps.of(begin[timed]), event_time_ps, durations
+        )
         stats.has_step_markers = True
         stats.steps = _steps(table, steps, steps.end_ns > steps.begin_ns)
     return stats
@@ -758,7 +834,25 @@ def _note_unattributed(
             )
 
 
-def _note_unknown(stats: OpStats, ex: Executions) -> None:
+def _note_unknown(stats: OpStats, ex: Executions, row_time_ps: np.ndarray | None = None) -> None:
+    """Notes of the ops whose cost is unknown, by reason. With the rows' times (CPU), the
+    ops without a cost model are counted with their share of the time, and so are the
+    annotations' rows."""
     for reason, ops in ex.unknown.items():
+        if row_time_ps is not None and reason == NO_MODEL:
+            continue
         if any(family(n)[0] != OTHER or n.startswith("aten::") for n in ops):
             stats.notes.append(f"{named(ops, 'op', 4)}: {reason}; times only.")
+    if row_time_ps is None:
+        return
+    total = float(row_time_ps.sum()) or 1.0
+    op_rows = int(ex.op.max()) + 1 if len(ex.op) else 0  # annotations' rows come after
+    modelless = [r for r in range(op_rows) if family(ex.names[r])[1] is None and row_time_ps[r] > 0]
+    annotations = [r for r in range(op_rows, len(ex.names)) if row_time_ps[r] > 0]
+    for rows, text in ((modelless, NO_MODEL_SHARE), (annotations, ANNOTATION_SHARE)):
+        if rows:
+            rows.sort(key=lambda r: -row_time_ps[r])
+            share = 100.0 * float(row_time_ps[rows].sum()) / total
+            listed = ", ".join(ex.names[r] for r in rows[:NAMED_OPS])
+            more = f" and {len(rows) - NAMED_OPS:,} more" if len(rows) > NAMED_OPS else ""
+            stats.notes.append(text.format(count=len(rows), share=share, names=listed + more))
