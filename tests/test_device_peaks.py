@@ -4,6 +4,7 @@ user peak files and calibration (docs/xspace.md §5, docs/device-peaks.md)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -256,6 +257,14 @@ def test_builtin_entries_have_sources_and_bandwidth():
         assert set(entry.dtype_tflops) <= set(DTYPES), key
         assert entry.vendor in ("NVIDIA", "AMD", "Google"), key
         assert key == key.lower() and " " not in key
+
+
+def test_readme_and_docs_count_the_builtin_devices():
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    docs = (root / "docs" / "device-peaks.md").read_text(encoding="utf-8")
+    assert f"{len(BUILTIN)} NVIDIA, AMD and TPU devices" in readme
+    assert f"({len(BUILTIN)} in all;" in docs
 
 
 def test_builtin_figures():
