@@ -180,8 +180,10 @@ export function roofModel(device, records = []) {
   const memories = (device.memories || [])
     .filter((m) => m.peak_gbps > 0)
     .map((m) => {
-      const field = Object.prototype.hasOwnProperty.call(MEMORY_FIELD, m.name)
-        ? MEMORY_FIELD[m.name]
+      // The main memory goes by its kind (GDDR6, HBM3, ...); its bytes are hbm_bw.
+      const name = m.name === mainMemory(device) ? 'HBM' : m.name;
+      const field = Object.prototype.hasOwnProperty.call(MEMORY_FIELD, name)
+        ? MEMORY_FIELD[name]
         : undefined;
       const counted =
         field === undefined ? true : field !== null && records.some((r) => (r[field] || 0) > 0);

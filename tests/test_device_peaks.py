@@ -4,12 +4,20 @@ user peak files and calibration (docs/xspace.md §5, docs/device-peaks.md)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tb_roofline_plugin.peaks.calibration import calibrate, write_calibration
 from tb_roofline_plugin.peaks.device_rules import gpu_dtype_tflops, gpu_perf_env, tpu_dtype_tflops
-from tb_roofline_plugin.peaks.devices import BUILTIN, DTYPES, DevicePeaks, load_peaks, lookup
+from tb_roofline_plugin.peaks.devices import (
+    BUILTIN,
+    DTYPES,
+    MEMORY_KINDS,
+    DevicePeaks,
+    load_peaks,
+    lookup,
+)
 from tb_roofline_plugin.peaks.perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR
 from tb_roofline_plugin.units import GIB_PER_GB
 
@@ -239,14 +247,24 @@ def test_tpu_dtype_ceilings():
 
 
 def test_builtin_entries_have_sources_and_bandwidth():
-    assert len(BUILTIN) == 24
+    assert len(BUILTIN) == 31
     for key, entry in BUILTIN.items():
         assert entry.source.strip(), key
+        if entry.vendor in ("NVIDIA", "AMD"):
+            assert entry.memory in MEMORY_KINDS, key  # every GPU names its memory
         assert entry.hbm_gbps > 0, key
         assert entry.peak_tflops() > 0, key
         assert set(entry.dtype_tflops) <= set(DTYPES), key
         assert entry.vendor in ("NVIDIA", "AMD", "Google"), key
         assert key == key.lower() and " " not in key
+
+
+def test_readme_and_docs_count_the_builtin_devices():
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    docs = (root / "docs" / "device-peaks.md").read_text(encoding="utf-8")
+    assert f"{len(BUILTIN)} NVIDIA, AMD and TPU devices" in readme
+    assert f"({len(BUILTIN)} in all;" in docs
 
 
 def test_builtin_figures():
@@ -261,6 +279,50 @@ def test_builtin_figures():
     assert BUILTIN["tpu7x"].dtype_tflops["fp8"] == 2307.0
     assert BUILTIN["v100-sxm2"].peak_tflops() == 125.0
     assert BUILTIN["a100-sxm-80gb"].hbm_gbps == 2039.0
+
+
+# Public datasheet figures (dense), each as the entry's source quotes it:
+# (key, fp32, bf16 or fp16, memory GB/s, memory kind, SMs x boost GHz for shared memory).
+NEW_DEVICES = [
+    ("b300", 75.0, 2250.0, 8000.0, "HBM3e", 148 * 2.032),
+    ("quadro-gp100", 10.34, 20.67, 717.0, "HBM2", 56 * 1.442),
+    ("rtx-2080-ti", 13.45, 53.8, 616.0, "GDDR6", 68 * 1.545),
+    ("rtx-3090", 35.6, 71.0, 936.0, "GDDR6X", 82 * 1.695),
+    ("rtx-4090", 82.6, 165.2, 1008.0, "GDDR6X", 128 * 2.52),
+    ("l40s", 91.6, 362.05, 864.0, "GDDR6", 142 * 2.52),
+    ("mi325x", 163.4, 1307.4, 6000.0, "HBM3e", 304 * 2.1 / 2),  # LDS: 128 B/CU/cycle
+]
+
+
+@pytest.mark.parametrize(("key", "fp32", "half", "gbps", "memory", "sm_ghz"), NEW_DEVICES)
+def test_new_devices_datasheet_figures(key, fp32, half, gbps, memory, sm_ghz):
+    entry = BUILTIN[key]
+    assert entry.dtype_tflops["fp32"] == fp32
+    assert entry.dtype_tflops.get("bf16", entry.dtype_tflops.get("fp16")) == half
+    assert entry.hbm_gbps == gbps and entry.memory == memory
+    # XProf's rule: SMs x 256 B/cycle x boost clock (GB/s).
+    assert entry.shared_memory_gbps == pytest.approx(sm_ghz * 256, abs=0.06)
+
+
+def test_new_devices_per_dtype():
+    b300 = BUILTIN["b300"].dtype_tflops
+    assert (b300["fp64"], b300["tf32"], b300["fp8"], b300["int8"]) == (1.25, 1125.0, 4500.0, 150.0)
+    assert BUILTIN["quadro-gp100"].dtype_tflops == {"fp64": 5.168, "fp32": 10.34, "fp16": 20.67}
+    assert "bf16" not in BUILTIN["rtx-2080-ti"].dtype_tflops  # Turing has no bf16 path
+    assert BUILTIN["rtx-2080-ti"].dtype_tflops["int8"] == 215.2
+    assert BUILTIN["rtx-4090"].dtype_tflops["fp8"] == 330.3  # FP32 accumulate
+    assert BUILTIN["l40s"].dtype_tflops["fp8"] == 733.0
+    assert BUILTIN["mi325x"].dtype_tflops == BUILTIN["mi300x"].dtype_tflops  # same silicon
+    assert BUILTIN["mi325x"].peak_tflops() == 1307.4
+
+
+def test_builtin_memory_kinds():
+    kinds = {key: entry.memory for key, entry in BUILTIN.items()}
+    assert kinds["h100-sxm"] == "HBM3" and kinds["h100-pcie"] == "HBM2e"
+    assert kinds["a100-sxm-40gb"] == "HBM2" and kinds["a100-sxm-80gb"] == "HBM2e"
+    assert kinds["t4"] == kinds["l4"] == kinds["a10"] == "GDDR6"
+    assert kinds["mi300x"] == "HBM3" and kinds["mi355x"] == "HBM3e"
+    assert BUILTIN["rtx-2080-ti"].to_perf_env().memory == "GDDR6"
 
 
 def test_builtin_to_perf_env():
@@ -296,6 +358,14 @@ def test_builtin_to_perf_env():
         ("Tesla T4", "t4"),
         ("A100-SXM4-40GB", "a100-sxm-40gb"),
         ("GB200", "b200-gb200"),
+        ("B300", "b300"),
+        ("NVIDIA B300 SXM6 AC", "b300"),
+        ("Quadro GP100", "quadro-gp100"),
+        ("NVIDIA GeForce RTX 2080 Ti", "rtx-2080-ti"),
+        ("GeForce RTX 3090", "rtx-3090"),
+        ("RTX 4090", "rtx-4090"),
+        ("NVIDIA L40S", "l40s"),
+        ("AMD Instinct MI325X", "mi325x"),
     ],
 )
 def test_lookup_aliases(name, key):
@@ -344,6 +414,32 @@ def test_load_user_file(tmp_path):
     assert env.peak_bws_gbps[HBM_RW] == 20.0
     assert env.peak_bws_gbps[SRAM_RD] == env.peak_bws_gbps[SRAM_WR] == 100.0
     assert env.has_merged_vmem is False
+
+
+def test_memory_field_accepted(tmp_path):
+    path = tmp_path / "peaks.json"
+    base = {"name": "my card", "dtype_tflops": {"fp32": 13.4}, "hbm_gbps": 616.0}
+    path.write_text(json.dumps({**base, "memory": "GDDR6"}))
+    assert load_peaks(str(path)).memory == "GDDR6"
+    assert load_peaks(str(path)).to_perf_env().memory == "GDDR6"
+    path.write_text(json.dumps({**base, "memory": "gddr6x"}))  # the kind's case is forgiven
+    assert load_peaks(str(path)).memory == "GDDR6X"
+    path.write_text(json.dumps(base))
+    assert load_peaks(str(path)).memory == ""  # optional: unknown
+
+
+@pytest.mark.parametrize(
+    ("memory", "problem"),
+    [("GDDR9", "memory must be one of HBM, HBM2"), (6, "memory must be a string, got 6")],
+)
+def test_memory_field_rejected(tmp_path, memory, problem):
+    path = tmp_path / "peaks.json"
+    path.write_text(
+        json.dumps({"name": "x", "dtype_tflops": {"fp32": 1}, "hbm_gbps": 1, "memory": memory})
+    )
+    with pytest.raises(ValueError) as info:
+        load_peaks(str(path))
+    assert str(info.value).startswith(f"{path}: ") and problem in str(info.value)
 
 
 def test_json_round_trip():

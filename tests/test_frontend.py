@@ -934,12 +934,12 @@ def test_a_pytorch_gpu_run_shows_the_a100_its_ops_and_its_steps(session, server)
     assert device["device_type"] == "NVIDIA A100-PG509-200 (compute 8.0, 108 SMs)"
     assert device["peak_flop_rate_gflops"] == 312_000.0
     assert [(m["name"], m["peak_gbps"]) for m in device["memories"]] == [
-        ("HBM", 1555.0),
+        ("HBM2", 1555.0),  # the A100 40 GB's memory, by its kind
         ("Shared memory / L1", 38983.7),
     ]
     panel = frame.locator("details.device").text_content()
     assert "NVIDIA A100-PG509-200" in panel and "A100 SXM 40 GB" in panel
-    assert "bf16 compute312 TFLOP/s" in panel and "HBM1.555 TB/s" in panel
+    assert "bf16 compute312 TFLOP/s" in panel and "HBM21.555 TB/s" in panel
     assert "5 GPU kernel(s) not attributed to any op (62.4 ms)" in panel
     assert "HLO" not in panel  # PyTorch ops are not called HLO ops
 

@@ -263,7 +263,7 @@ def test_peaks_route_lists_what_the_tab_offers(cpu_logdir, tmp_path):
     response, body = _get(client, "peaks")
     assert response.status_code == 200
     keys = [d["key"] for d in body["builtin"]]
-    assert len(keys) == 24 and "h100-sxm" in keys and "tpu-v5p" in keys
+    assert len(keys) == 31 and "h100-sxm" in keys and "tpu-v5p" in keys
     assert next(d for d in body["builtin"] if d["key"] == "mi300x")["vendor"] == "AMD"
     assert body["calibration"] == {"state": "idle", "available": False}
     assert body["server_peaks"] is False

@@ -290,6 +290,7 @@ class HostsCombiner:
             has_merged_vmem=first.perf_env.has_merged_vmem,
             source=first.perf_env.source,
             dtype_tflops=dict(first.perf_env.dtype_tflops),
+            memory=first.perf_env.memory,
         )
         bws_found = any(first.perf_env.peak_bws_gbps)
         for part in parts:

@@ -19,6 +19,8 @@ User peak file (``load_peaks(path)``), a JSON object::
       "name": "my accelerator",            # required, non-empty string
       "dtype_tflops": {"fp32": 1.2, ...},  # required; keys from DTYPES; values >= 0
       "hbm_gbps": 20.0,                    # required, >= 0: main-memory bandwidth
+      "memory": "GDDR6",                   # optional: the main memory's kind, from MEMORY_KINDS
+                                           # (names the memory roof; "HBM"/"DRAM" when absent)
       "shared_memory_gbps": 0.0,           # optional, >= 0: GPU shared memory / L1 / LDS
       "vmem_read_gbps": 0.0,               # optional, >= 0 (TPU)
       "vmem_write_gbps": 0.0,              # optional, >= 0 (TPU)
@@ -50,6 +52,27 @@ from pathlib import Path
 from .perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+# What a device's main memory can be; it names the memory roof in the summary, json and tab
+# (an RTX 2080 Ti's roof is GDDR6, not HBM). XProf's datatable columns keep saying HBM.
+MEMORY_KINDS = (
+    "HBM",
+    "HBM2",
+    "HBM2e",
+    "HBM3",
+    "HBM3e",
+    "HBM4",
+    "GDDR5",
+    "GDDR5X",
+    "GDDR6",
+    "GDDR6X",
+    "GDDR7",
+    "LPDDR4X",
+    "LPDDR5",
+    "LPDDR5X",
+    "DDR4",
+    "DDR5",
+    "DRAM",
+)
 # The dtypes whose maximum is XProf's single peak (XProf: max of fp32/fp16 vector and
 # tf32/fp16 tensor; bf16 equals fp16 wherever both exist). fp8 and int8 never enter it.
 _XPROF_PEAK_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16")
@@ -70,6 +93,7 @@ class DevicePeaks:
     vendor: str
     dtype_tflops: dict[str, float]  # per device (per TensorCore on TPU); int8 in TOPS
     hbm_gbps: float
+    memory: str = ""  # main memory kind (MEMORY_KINDS); "" = unknown
     shared_memory_gbps: float = 0.0  # GPU shared memory / L1 / LDS aggregate; 0 = unknown
     vmem_read_gbps: float = 0.0  # TPU; 0 where unpublished
     vmem_write_gbps: float = 0.0
@@ -117,6 +141,7 @@ class DevicePeaks:
             has_merged_vmem=merged,
             source=source_label,
             dtype_tflops=dict(self.dtype_tflops),
+            memory=self.memory,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -126,6 +151,7 @@ class DevicePeaks:
             "vendor": self.vendor,
             "dtype_tflops": {d: self.dtype_tflops[d] for d in DTYPES if d in self.dtype_tflops},
             "hbm_gbps": self.hbm_gbps,
+            "memory": self.memory,
             "shared_memory_gbps": self.shared_memory_gbps,
             "vmem_read_gbps": self.vmem_read_gbps,
             "vmem_write_gbps": self.vmem_write_gbps,
@@ -165,6 +191,8 @@ def _problem(p: DevicePeaks) -> str:
         value = getattr(p, name)
         if not _is_nonneg(value):
             return f"{name} must be a number >= 0, got {value!r}"
+    if p.memory != "" and p.memory not in MEMORY_KINDS:
+        return f"memory must be one of {', '.join(MEMORY_KINDS)}, got {p.memory!r}"
     if isinstance(p.cores_per_chip, bool) or not isinstance(p.cores_per_chip, int):
         return f"cores_per_chip must be an integer >= 1, got {p.cores_per_chip!r}"
     if p.cores_per_chip < 1:
@@ -184,6 +212,7 @@ def _is_nonneg(value: object) -> bool:
 _REQUIRED = ("name", "dtype_tflops", "hbm_gbps")
 _OPTIONAL = (
     "vendor",
+    "memory",
     "shared_memory_gbps",
     "vmem_read_gbps",
     "vmem_write_gbps",
@@ -194,6 +223,7 @@ _OPTIONAL = (
     "notes",
 )
 _IGNORED = ("details", "comment")
+_MEMORY_BY_LOWER = {kind.lower(): kind for kind in MEMORY_KINDS}
 
 
 def _from_json(data: object, default_source: str) -> DevicePeaks:
@@ -206,7 +236,7 @@ def _from_json(data: object, default_source: str) -> DevicePeaks:
     if unknown:
         known = ", ".join(_REQUIRED + _OPTIONAL)
         raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))} (known: {known})")
-    for key in ("vendor", "source", "notes"):
+    for key in ("vendor", "memory", "source", "notes"):
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"{key} must be a string, got {data[key]!r}")
     for key in ("has_megacore", "has_merged_vmem"):
@@ -214,6 +244,8 @@ def _from_json(data: object, default_source: str) -> DevicePeaks:
             raise ValueError(f"{key} must be true or false, got {data[key]!r}")
     kwargs = {k: data[k] for k in _REQUIRED + _OPTIONAL if k in data}
     kwargs.setdefault("vendor", "user")
+    if "memory" in kwargs:  # "gddr6x" is GDDR6X: the kind's case is not worth an error
+        kwargs["memory"] = _MEMORY_BY_LOWER.get(kwargs["memory"].lower(), kwargs["memory"])
     kwargs["source"] = kwargs.get("source") or default_source
     try:
         return DevicePeaks(**kwargs)
@@ -243,7 +275,7 @@ def _read_table() -> dict[str, DevicePeaks]:
 
 BUILTIN: dict[str, DevicePeaks] = _read_table()
 _EXTRA_ALIASES: dict[str, str] = json.loads((_DATA / "aliases.json").read_text(encoding="utf-8"))
-_VENDOR_PREFIXES = ("nvidia", "tesla", "amd", "instinct", "google", "cloud")
+_VENDOR_PREFIXES = ("nvidia", "tesla", "geforce", "amd", "instinct", "google", "cloud")
 
 
 def _compact(name: str) -> str:

@@ -31,6 +31,8 @@ class PerfEnv:
     source: str = "profile"  # where the peaks came from: profile, built-in table, user file, ...
     # Per-dtype compute ceilings in TFLOP/s ("fp32", "bf16", "fp8", ...); ours, not XProf's.
     dtype_tflops: dict[str, float] = field(default_factory=dict)
+    # The main memory's kind ("HBM3", "GDDR6", ...) when known, for its roof's label; ours.
+    memory: str = ""
 
     @property
     def has_cmem(self) -> bool:

@@ -53,12 +53,13 @@ ABOVE_ROOF = 1.05  # roofline efficiency past which an op's number cannot be phy
 def _memories(stats: OpStats) -> list[tuple[str, int]]:
     """(label, PerfEnv index) of the memories worth a roof on this device."""
     kind = stats.run_env.hardware_type
+    main = main_memory(kind, stats.perf_env.memory)
     if kind == "GPU":
-        return [("HBM", HBM_RW), ("Shared memory / L1", SRAM_WR)]
-    if main_memory(kind) == "DRAM":
-        return [("DRAM", HBM_RW)]
+        return [(main, HBM_RW), ("Shared memory / L1", SRAM_WR)]
+    if kind in _CPU_TYPES:
+        return [(main, HBM_RW)]
     return [
-        ("HBM", HBM_RW),
+        (main, HBM_RW),
         ("CMEM read", CMEM_RD),
         ("CMEM write", CMEM_WR),
         ("VMEM read", VMEM_RD),
@@ -66,9 +67,16 @@ def _memories(stats: OpStats) -> list[tuple[str, int]]:
     ]
 
 
-def main_memory(hardware_type: str) -> str:
-    """What the main memory is called on a device: DRAM on a CPU, HBM on accelerators."""
-    return "DRAM" if hardware_type in ("CPU", "CPU_ONLY") else "HBM"
+_CPU_TYPES = ("CPU", "CPU_ONLY")
+
+
+def main_memory(hardware_type: str, memory: str = "") -> str:
+    """What the main memory is called: its kind when the peaks know it (GDDR6 on an RTX 2080
+    Ti), else DRAM on a CPU and HBM on accelerators. A CPU judged by a GPU's peaks (a what-if)
+    still reads DRAM. XProf's datatable keeps "HBM"."""
+    if hardware_type in _CPU_TYPES:
+        return memory if memory and not memory.startswith(("HBM", "GDDR")) else "DRAM"
+    return memory or "HBM"
 
 
 def device_summary(stats: OpStats) -> dict:
@@ -92,7 +100,7 @@ def device_summary(stats: OpStats) -> dict:
         "active_core_count": stats.run_env.active_core_count,
         "peak_flop_rate_gflops": peak_gflops,
         "memories": memories,
-        "main_memory": main_memory(stats.run_env.hardware_type),
+        "main_memory": main_memory(stats.run_env.hardware_type, env.memory),
         "peaks_known": env.known,
         "has_megacore": env.has_megacore,
         "has_merged_vmem": env.has_merged_vmem,
