@@ -23,7 +23,7 @@ from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 
-FORMAT = "tb-roofline-stats/3"
+FORMAT = "tb-roofline-stats/4"  # 4: Kineto rows and totals of issue 19, PerfEnv.memory
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
