@@ -136,9 +136,15 @@ function messages(diagnostics, notes, unattributed) {
   add('warning', 'Warning', diagnostics.warnings);
   add('info', 'Note', diagnostics.info);
   add('info', 'Note', notes);
-  if (unattributed && unattributed.length) {
-    const time = unattributed.reduce((sum, k) => sum + (k.total_time_us || 0), 0);
-    const names = unattributed
+  for (const [copies, what] of [
+    [false, 'GPU kernel(s) not attributed to any op'],
+    [true, 'GPU memory copies and sets'],
+  ]) {
+    const mine = (unattributed || []).filter((k) => (k.category === 'memory copy') === copies);
+    if (!mine.length) continue;
+    const time = mine.reduce((sum, k) => sum + (k.total_time_us || 0), 0);
+    const count = mine.reduce((sum, k) => sum + (k.occurrences || 0), 0);
+    const names = mine
       .slice(0, 4)
       .map((k) => `${k.name} (${k.occurrences}×, ${duration(k.total_time_us)})`)
       .join(', ');
@@ -148,7 +154,7 @@ function messages(diagnostics, notes, unattributed) {
         {class: 'info'},
         el('strong', {text: 'Note: '}),
         readableMessage(
-          `${num(unattributed.length)} GPU kernel(s) not attributed to any op (${duration(time)}) are not in the table: ${names}${unattributed.length > 4 ? ', …' : ''}`,
+          `${num(count)} ${what} (${duration(time)}) count in device time and are not in the table: ${names}${mine.length > 4 ? ', …' : ''}`,
         ),
       ),
     );

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tb_roofline_plugin.kineto.aten_cost import OpArgs, category, op_cost
+from tb_roofline_plugin.kineto.aten_cost import ConvShapes, OpArgs, category, conv_shapes, op_cost
 
 F32 = "float"
 BF16 = "c10::BFloat16"
@@ -339,3 +339,69 @@ def test_out_tensors_are_written_not_read():
     assert a.bytes_accessed == 3 * 64 * 4
     named_out = cost("aten::exp.out", [[8, 8], [8, 8]], [F32, F32])
     assert named_out.bytes_accessed == 2 * 64 * 4
+
+
+# PyTorch 1.9's schemas: no Concrete Inputs, int lists recorded as empty "GenericList"s.
+OLD_CONV_TYPES = [F32, F32, "GenericList", "GenericList", "GenericList", "Int", "Bool"]
+STRIDED = ConvShapes(
+    frozenset({((32, 3, 224, 224), (64, 3, 7, 7), (32, 64, 112, 112))})  # stride 2, padding 3
+)
+
+
+def old(name, dims, conv=None):
+    types = OLD_CONV_TYPES if name.endswith("convolution") else ["GenericList", *OLD_CONV_TYPES]
+    return op_cost(name, OpArgs(list(dims), types, [], conv))
+
+
+def test_an_old_forward_convolution_takes_its_output_from_the_backward_pass():
+    dims = [[32, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], []]
+    c = old("aten::cudnn_convolution", dims, STRIDED)
+    # 2 · N · K · P · Q · C · R · S with the 112 x 112 output the backward op records.
+    assert c.flops == 2 * 32 * 64 * 112 * 112 * 3 * 7 * 7
+    assert c.bytes_written == 32 * 64 * 112 * 112 * 4
+    # Without it the stride is not known: no FLOPs rather than a stride-1 guess (4x too many).
+    unknown = old("aten::cudnn_convolution", dims)
+    assert not unknown.known and unknown.flops == 0 and "stride" in unknown.note
+
+
+def test_a_strided_pointwise_convolution_needs_the_backward_pass_too():
+    # ResNet's downsampling 1x1 convolutions have stride 2: 56 x 56 in, 28 x 28 out.
+    dims = [[32, 256, 56, 56], [512, 256, 1, 1], [], [], [], [], []]
+    assert not old("aten::cudnn_convolution", dims).known
+    shapes = ConvShapes(frozenset({((32, 256, 56, 56), (512, 256, 1, 1), (32, 512, 28, 28))}))
+    assert old("aten::cudnn_convolution", dims, shapes).flops == 2 * 32 * 512 * 28 * 28 * 256
+
+
+def test_old_backward_halves_cost_a_forward_each():
+    grad_out, weight, inp = [32, 64, 112, 112], [64, 3, 7, 7], [32, 3, 224, 224]
+    forward = 2 * 32 * 64 * 112 * 112 * 3 * 7 * 7
+    grad_input = old("aten::cudnn_convolution_backward_input", [[], grad_out, weight], STRIDED)
+    assert grad_input.flops == forward
+    assert grad_input.bytes_written == 32 * 3 * 224 * 224 * 4  # the input's size, found
+    read = 32 * 64 * 112 * 112 + 64 * 3 * 7 * 7  # grad_output and weight
+    assert grad_input.bytes_accessed == read * 4 + grad_input.bytes_written
+    grad_weight = old("aten::cudnn_convolution_backward_weight", [[], grad_out, inp], STRIDED)
+    assert grad_weight.flops == forward and grad_weight.bytes_written == 64 * 3 * 7 * 7 * 4
+    # The weight's size is only in the trace's full backward op.
+    assert not old("aten::cudnn_convolution_backward_weight", [[], grad_out, inp]).known
+
+
+def test_conv_shapes_come_from_the_old_self_first_backward_and_stay_unknown_when_ambiguous():
+    types = [F32, F32, F32]
+    full = OpArgs([[32, 64, 56, 56], [32, 64, 56, 56], [64, 64, 3, 3]], types, [])
+    pointwise = OpArgs([[32, 64, 56, 56], [32, 64, 56, 56], [64, 64, 1, 1]], types, [])
+    strided = OpArgs([[32, 3, 224, 224], [32, 64, 112, 112], [64, 3, 7, 7]], types, [])
+    shapes = conv_shapes(
+        [
+            ("aten::cudnn_convolution_backward", full),
+            ("aten::cudnn_convolution_backward", pointwise),
+            ("aten::cudnn_convolution_backward", strided),
+        ]
+    )
+    assert shapes.output((32, 3, 224, 224), (64, 3, 7, 7)) == (32, 64, 112, 112)
+    assert shapes.weight((32, 64, 112, 112), (32, 3, 224, 224)) == (64, 3, 7, 7)
+    # Same input and output, two weights (3x3 padded, 1x1): which one is not known.
+    assert shapes.weight((32, 64, 56, 56), (32, 64, 56, 56)) is None
+    # The old full backward takes (self, grad_output, weight): grad_input then grad_weight.
+    c = op_cost("aten::cudnn_convolution_backward", strided, 0.0)
+    assert c.flops == 2 * (2 * 32 * 64 * 112 * 112 * 3 * 7 * 7) + 32 * 64 * 112 * 112

@@ -75,6 +75,38 @@ class AtenCost:
     note: str = ""  # why the cost is unknown
 
 
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ConvShapes:
+    """(input, weight, grad_output) shapes of a trace's convolution backward ops.
+
+    Traces before PyTorch 2.0 record no ``Concrete Inputs``, so a forward convolution's
+    stride and padding, and the weight size of ``cudnn_convolution_backward_weight``, are
+    not in its own arguments; a training step's full backward op
+    (``cudnn_convolution_backward(self, grad_output, weight, ...)``) holds all three shapes,
+    and its grad_output is the forward's output.
+    """
+
+    triples: frozenset[tuple[Shape, Shape, Shape]]
+
+    def _only(self, found: set) -> Shape | None:
+        return next(iter(found)) if len(found) == 1 else None  # ambiguous: not known
+
+    def output(self, inp: Sequence[int], weight: Sequence[int]) -> Shape | None:
+        found = {g for i, w, g in self.triples if i == tuple(inp) and w == tuple(weight)}
+        return self._only(found)
+
+    def weight(self, grad_out: Sequence[int], inp: Sequence[int]) -> Shape | None:
+        found = {w for i, w, g in self.triples if i == tuple(inp) and g == tuple(grad_out)}
+        return self._only(found)
+
+    def input(self, grad_out: Sequence[int], weight: Sequence[int]) -> Shape | None:
+        found = {i for i, w, g in self.triples if w == tuple(weight) and g == tuple(grad_out)}
+        return self._only(found)
+
+
 @dataclass(frozen=True)
 class OpArgs:
     """The recorded arguments of one op execution (as in the trace, unparsed)."""
@@ -82,6 +114,7 @@ class OpArgs:
     dims: Sequence
     types: Sequence
     concrete: Sequence
+    conv: ConvShapes | None = None  # the trace's convolution shapes (``conv_shapes``)
 
     def shape(self, i: int) -> list[int] | None:
         """Argument ``i``'s shape when it is a tensor (a list of ints), else None."""
@@ -270,14 +303,24 @@ def conv_cost(name: str, args: OpArgs) -> AtenCost:
     third = str(args.types[2]) if len(args.types) > 2 else ""
     if op == "cudnn_convolution" and third not in ("ScalarList", "GenericList"):
         s_at, p_at, d_at, _ = _OLD_CUDNN_ARGS  # a bias (tensor or None) third: old schema
-    stride = _expand(args.ints(s_at), dims, 1)
-    padding = _expand(args.ints(p_at), dims, 0)
-    dilation = _expand(args.ints(d_at), dims, 1)
     kernel = weight[2:]
-    out_spatial = [
-        max((inp[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1, 0)
-        for i in range(dims)
-    ]
+    if args.ints(s_at) is None and args.ints(p_at) is None:
+        # Not recorded (PyTorch < 2.0): the output is the backward pass's grad_output.
+        known = args.conv.output(inp, weight) if args.conv else None
+        if known is None or len(known) != len(inp):
+            return _unknown(NO_STRIDES)
+        out_spatial = list(known[2:])
+    else:
+        stride = _expand(args.ints(s_at), dims, 1)
+        padding = _expand(args.ints(p_at), dims, 0)
+        dilation = _expand(args.ints(d_at), dims, 1)
+        out_spatial = [
+            max(
+                (inp[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1,
+                0,
+            )
+            for i in range(dims)
+        ]
     dtype, size = args.dtype()
     bias = args.shape(2)
     out = inp[0] * weight[0] * math.prod(out_spatial)
@@ -291,6 +334,8 @@ def conv_backward_cost(name: str, args: OpArgs) -> AtenCost:
     when absent) costs its GEMM-equivalent, a forward's FLOPs (grad_bias: a sum over
     grad_output). grad_output is read; the weight for grad_input, the input for grad_weight."""
     grad_out, inp, weight = args.shape(0), args.shape(1), args.shape(2)
+    if name.split("::")[-1] in SELF_FIRST_BACKWARD:
+        grad_out, inp = inp, grad_out
     if grad_out is None or inp is None or weight is None or len(weight) != len(inp):
         return _unknown("convolution_backward without grad_output, input and weight shapes")
     lists = [
@@ -304,6 +349,53 @@ def conv_backward_cost(name: str, args: OpArgs) -> AtenCost:
     read = numel(grad_out) + numel(weight) * mask[0] + numel(inp) * mask[1]
     written = numel(inp) * mask[0] + numel(weight) * mask[1] + weight[0] * mask[2]
     return _cost(flops, read * size, written * size, dtype)
+
+
+# Before PyTorch 1.11 the backward ops took (self, grad_output, weight, ...).
+SELF_FIRST_BACKWARD = ("cudnn_convolution_backward", "mkldnn_convolution_backward")
+NO_STRIDES = (
+    "stride and padding not recorded (traces before PyTorch 2.0) and no backward op with "
+    "the output's shape"
+)
+
+
+def conv_backward_part_cost(name: str, args: OpArgs) -> AtenCost:
+    """PyTorch < 1.11's halves of a cuDNN convolution's backward, each a forward's FLOPs:
+    ``cudnn_convolution_backward_input(input_size, grad_output, weight, ...)`` and
+    ``cudnn_convolution_backward_weight(weight_size, grad_output, self, ...)``. The size
+    argument is an int list (``Concrete Inputs`` when recorded, else the trace's full
+    backward op gives it)."""
+    grad_out, other = args.shape(1), args.shape(2)
+    if grad_out is None or other is None or len(grad_out) != len(other) or len(grad_out) < 3:
+        return _unknown(f"{name.split('::')[-1]} without grad_output and its other tensor")
+    size: Sequence[int] | None = args.ints(0)
+    dtype, item = args.dtype()
+    if name.endswith("_input"):
+        weight: Sequence[int] = other
+        inp = size or (args.conv.input(grad_out, other) if args.conv else None)
+        written = numel(inp) if inp is not None and len(inp) == len(grad_out) else 0
+        read = numel(grad_out) + numel(other)
+    else:
+        found = size or (args.conv.weight(grad_out, other) if args.conv else None)
+        if found is None or len(found) != len(grad_out):
+            return _unknown("cudnn_convolution_backward_weight without the weight's size")
+        weight = found
+        read, written = numel(grad_out) + numel(other), numel(weight)
+    flops = _conv_forward_flops(list(grad_out), list(weight), list(grad_out[2:]))
+    return _cost(flops, read * item, written * item, dtype)
+
+
+def conv_shapes(signatures: Sequence[tuple[str, OpArgs]]) -> ConvShapes:
+    """The (input, weight, grad_output) shapes of the full convolution backward ops among
+    a trace's distinct (name, arguments)."""
+    triples = set()
+    for name, args in signatures:
+        grad_out, inp, weight = args.shape(0), args.shape(1), args.shape(2)
+        if name.split("::")[-1] in SELF_FIRST_BACKWARD:
+            grad_out, inp = inp, grad_out
+        if grad_out and inp and weight and len(grad_out) == len(inp) == len(weight):
+            triples.add((tuple(inp), tuple(weight), tuple(grad_out)))
+    return ConvShapes(frozenset(triples))
 
 
 def _expand(values: list[int] | None, dims: int, default: int) -> list[int]:
@@ -663,6 +755,8 @@ for _op in _CONV_ARGS:
     _EXACT[_op] = (CONVOLUTION, conv_cost)
 for _op in ("convolution_backward", "cudnn_convolution_backward", "mkldnn_convolution_backward"):
     _EXACT[_op] = (CONVOLUTION, conv_backward_cost)
+for _op in ("cudnn_convolution_backward_input", "cudnn_convolution_backward_weight"):
+    _EXACT[_op] = (CONVOLUTION, conv_backward_part_cost)
 for _op in ("sum", "mean", "amax", "amin", "max", "min", "norm", "linalg_vector_norm", "prod",
             "var", "std", "argmax", "argmin", "all", "any", "cumsum", "logsumexp",
             "nll_loss_forward", "nll_loss", "nll_loss_nd", "_adaptive_avg_pool2d",

@@ -41,7 +41,17 @@ from ..ops.op_stats import (
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
-from .aten_cost import MEMORY_COPY, NO_MODEL, OTHER, OpArgs, family, op_cost, takes_over
+from .aten_cost import (
+    MEMORY_COPY,
+    NO_MODEL,
+    OTHER,
+    ConvShapes,
+    OpArgs,
+    conv_shapes,
+    family,
+    op_cost,
+    takes_over,
+)
 from .devices import device_peaks
 from .trace_reader import MAX_MAGNITUDE, TraceEvents
 
@@ -242,6 +252,7 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         events.op_concrete[instance].tolist(),
     )
     flops_arg = events.flops[rows].tolist()
+    conv = _conv_shapes(events)
     for i, (code, (dims, types, concrete), flops) in enumerate(
         zip(name_codes.tolist(), recorded, flops_arg)
     ):
@@ -250,7 +261,7 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         key = (code, shapes, flops)
         at = distinct.get(key)
         if at is None:
-            args = OpArgs(_listed(dims), _listed(types), _listed(concrete))
+            args = OpArgs(_listed(dims), _listed(types), _listed(concrete), conv)
             cost = op_cost(events.names[code], args, flops)
             at = distinct[key] = len(found)
             found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
@@ -276,6 +287,19 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         dtypes,
         unknown,
     )
+
+
+def _conv_shapes(events: TraceEvents) -> ConvShapes:
+    """The shapes of the trace's convolution backward ops (each distinct signature once)."""
+    codes = [c for c, n in enumerate(events.names) if n.endswith("convolution_backward")]
+    at = np.flatnonzero(np.isin(events.name[events.op_rows], codes))
+    signatures: dict[tuple[int, str], tuple[str, OpArgs]] = {}
+    for i in at.tolist():
+        dims, types = events.op_dims[i], events.op_types[i]
+        key = (int(events.name[events.op_rows[i]]), repr((dims, types)))
+        if key not in signatures:
+            signatures[key] = (events.names[key[0]], OpArgs(_listed(dims), _listed(types), []))
+    return conv_shapes(list(signatures.values()))
 
 
 def _listed(value) -> list:
