@@ -16,6 +16,14 @@ export function peaksSourceText(source) {
   return source;
 }
 
+/** What a Program time is: device time, summed over the cores when there are several. */
+export function deviceTimeText(device) {
+  const count = device.device_core_count ?? 0;
+  if (count <= 1) return 'device time';
+  const word = CORE_WORD[device.hardware_type] || 'cores';
+  return `device time summed over ${num(count)} ${word}`;
+}
+
 function coresText(device) {
   const word = CORE_WORD[device.hardware_type] || 'cores';
   const total = device.device_core_count ?? 0;

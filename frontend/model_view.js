@@ -4,7 +4,7 @@
 import {api} from './api.js';
 import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
 import {opColumns} from './columns.js';
-import {devicePanel} from './device.js';
+import {devicePanel, deviceTimeText} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {filterBar} from './filters.js';
@@ -427,7 +427,7 @@ export class ModelView {
           class: 'note',
           'data-note': 'program',
           text:
-            `Program: ${duration(p.total_time_in_us || 0)} of device time, ${flopRate(p.measured_flop_rate || 0)}, ` +
+            `Program: ${duration(p.total_time_in_us || 0)} of ${deviceTimeText(this.data.device || {})}, ${flopRate(p.measured_flop_rate || 0)}, ` +
             `${num(chartIntensity(p))} FLOP/byte, ${bound}.`,
         }),
       );
