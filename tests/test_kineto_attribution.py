@@ -10,12 +10,12 @@ Oracles come from the raw JSON in plain Python: a kernel's runtime call has its
 
 from __future__ import annotations
 
-import bisect
 import gzip
 import json
 from collections import defaultdict
 
 import pytest
+from kineto_oracle import Holder
 
 from tb_roofline_plugin.demo import write_demo_logdir
 from tb_roofline_plugin.kineto import analyze_trace
@@ -60,32 +60,11 @@ def _is_step(e: dict) -> bool:
     return str(e.get("name", "")).startswith("ProfilerStep#")
 
 
-class _Spans:
-    """Spans per thread, sorted by (begin, longest first): the latest-starting span holding
-    a time is the innermost one."""
-
-    def __init__(self, spans: list[dict]) -> None:
-        self.by_thread: dict[tuple, list[dict]] = defaultdict(list)
-        for e in spans:
-            self.by_thread[(e["pid"], e["tid"])].append(e)
-        self.starts = {}
-        for key, found in self.by_thread.items():
-            found.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
-            self.starts[key] = [e["ts"] for e in found]
-
-    def innermost(self, thread: tuple, t: float) -> dict | None:
-        found = self.by_thread.get(thread, [])
-        for j in range(bisect.bisect_right(self.starts.get(thread, []), t) - 1, -1, -1):
-            if found[j]["ts"] + found[j].get("dur", 0) >= t:
-                return found[j]
-        return None
-
-
 def _owners(events: list[dict]) -> list[tuple[dict, str, str]]:
     """(kernel, kind, row name) per kernel; kind: "op", "annotation" or "kernel"."""
-    ops = _Spans([e for e in events if e.get("cat") == "cpu_op" and not _is_step(e)])
-    marks = _Spans([e for e in events if e.get("cat") == "user_annotation" and not _is_step(e)])
-    device_marks = _Spans(
+    ops = Holder([e for e in events if e.get("cat") == "cpu_op" and not _is_step(e)])
+    marks = Holder([e for e in events if e.get("cat") == "user_annotation" and not _is_step(e)])
+    device_marks = Holder(
         [e for e in events if e.get("cat") == "gpu_user_annotation" and not _is_step(e)]
     )
     calls = {e["args"]["correlation"]: e for e in events if e.get("cat") in RUNTIME}
