@@ -6,9 +6,11 @@ The oracles come from the raw XSpace, read here with ``xplane_pb2`` in plain Pyt
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from tb_roofline_plugin.demo.cpu import CpuSpec, cpu_xspace
 from tb_roofline_plugin.demo.gpu import GpuSpec, gpu_xspace
@@ -129,3 +131,34 @@ def test_trace_step_num_without_root_stat_gives_those_steps(tmp_path: Path, buil
     assert [s.step_num for s in stats.steps] == [num for num, _, _ in steps]
     assert all(s.complete for s in stats.steps)
     assert all(s.duration_ps >= end - begin for s, (_, begin, end) in zip(stats.steps, steps))
+
+
+def _program_records(text: str, record_type: str) -> list[dict]:
+    records = json.loads(text)["database"]["roofline_model_record"]
+    return [
+        r
+        for r in records
+        if r.get("record_type") == record_type
+        and r.get("hlo_name") == "Program"
+        and r.get("include_infeed_outfeed")
+    ]
+
+
+@pytest.mark.parametrize("name", ["jax_scan_lstm", "jax_sharded4_jit"])
+def test_average_row_flops_and_bytes_are_per_step_in_every_export(shared_data, name):
+    (path,) = (shared_data / "new-producers" / name).glob("plugins/profile/*/vm.xplane.pb")
+    whole = run_cli("export", "--format", "json", path, check=True).stdout
+    (average,) = _program_records(whole, "AVERAGE_STEP")
+    per_step = _program_records(whole, "PER_STEP")
+    (selected,) = _program_records(
+        run_cli("export", "--format", "json", "--step", "average", path, check=True).stdout,
+        "AVERAGE_STEP",
+    )
+    for key in ("flops", "bytes_accessed"):
+        mean = sum(int(r[key]) for r in per_step) / len(per_step)
+        assert int(average[key]) == int(selected[key]) == pytest.approx(mean, abs=1), key
+    assert average["total_time_in_us"] == pytest.approx(selected["total_time_in_us"], rel=1e-12)
+    assert average["measured_flop_rate"] == pytest.approx(selected["measured_flop_rate"])
+    # The rate is the per-step FLOPs over the per-step time.
+    rate = int(average["flops"]) / (average["total_time_in_us"] * 1e3)
+    assert average["measured_flop_rate"] == pytest.approx(rate, rel=1e-6)
