@@ -36,8 +36,8 @@ CPU_COMPUTED = (
     "roofline for CPU profiles)."
 )
 NO_XLA_PROGRAMS = (
-    "This profile has host steps but no XLA programs: the framework ran its own kernels "
-    "(e.g. TensorFlow without XLA), which carry no HLO ops to cost, so the steps have times "
+    "This profile has {what} but no XLA programs: the framework ran its own kernels "
+    "(e.g. TensorFlow without XLA), which carry no HLO ops to cost, so {them} have times "
     "but no FLOPs or bytes. Compile the step with XLA to get a roofline: "
     "`tf.function(jit_compile=True)` in TensorFlow, `jax.jit` in JAX."
 )
@@ -70,7 +70,9 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
         stats = cpu_op_stats(profile, host, modules, peaks)
         stats.notes.extend(problems)
         if stats.run_env.active_core_count == 0 and stats.steps:
-            stats.diagnostics.info.append(NO_XLA_PROGRAMS)
+            stats.diagnostics.info.append(
+                NO_XLA_PROGRAMS.format(what="host steps", them="the steps")
+            )
             stats.program_names = program_names(profile)
             return stats
         if stats.run_env.active_core_count == 0:
@@ -84,7 +86,12 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
             )
         stats.diagnostics.info.append(CPU_COMPUTED)
     if stats.run_env.hardware_type in ("TPU", "GPU") and not (stats.all_db.occurrences > 0).any():
-        stats.diagnostics.info.append(NO_DEVICE_OPS.format(kind=stats.run_env.hardware_type))
+        if stats.run_env.hardware_type == "GPU" and stats.unattributed is not None:
+            what = "GPU kernels" + (" and steps" if stats.steps else "")
+            them = "the kernels" + (" and steps" if stats.steps else "")
+            stats.diagnostics.info.append(NO_XLA_PROGRAMS.format(what=what, them=them))
+        else:
+            stats.diagnostics.info.append(NO_DEVICE_OPS.format(kind=stats.run_env.hardware_type))
     stats.perf_env = finite_env(stats.perf_env)
     stats.program_names = program_names(profile)
     if peaks is not None:

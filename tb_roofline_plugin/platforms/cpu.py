@@ -137,7 +137,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
     execute_meta = _metadata_ids(plane, lambda name: name in EXECUTE_EVENTS)
     schedule_meta = _metadata_ids(plane, lambda name: name == SCHEDULE_EVENT)
-    wanted = [ids.get("_r"), ids.get("hlo_op"), ids.get("_c")]
+    wanted = [ids.get("_r"), ids.get("step_num"), ids.get("hlo_op"), ids.get("_c")]
     wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
     for line in plane.lines:
         if not may_have_stats(line, wanted):

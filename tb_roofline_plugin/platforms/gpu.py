@@ -39,6 +39,7 @@ from ..xspace.profile_reader import (
     stat_names,
     stats_dict,
 )
+from .gpu_derived import DerivedLines, held_by, is_derived_line, read_derived
 from .host_steps import HostMarkers, host_markers
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
@@ -46,6 +47,11 @@ NO_HLO_CATEGORY = "kernel without HLO op"
 GPU_STEPS_INFO = (
     "Per-step rows computed by tb_roofline_plugin from host step markers and kernel "
     "launches (XProf reports zeros for GPU steps)."
+)
+DEVICE_STEPS_INFO = (
+    "Per-step rows computed by tb_roofline_plugin from the GPUs' Steps lines: a kernel "
+    "belongs to the step whose span on its GPU holds its start (XProf reports zeros for "
+    "GPU steps)."
 )
 
 
@@ -147,6 +153,8 @@ def read_kernels(planes: list[Plane]) -> Kernels:
         names = stat_names(plane)
         for line in plane.lines:
             line_number += 1
+            if is_derived_line(line):
+                continue  # Steps, TensorFlow Ops, XLA Ops...: spans of kernels, not kernels
             for table in line_tables(line, [ids.get(name) for name in KERNEL_STATS]):
                 _add_kernels(parts, strings, table, plane, ids, names, (p, line_number))
     if not parts:
@@ -312,16 +320,28 @@ def _cell_sums(binned: Cells, values: np.ndarray, use: np.ndarray) -> np.ndarray
     return binned.sum(values[use])
 
 
-def unattributed_db(kernels: Kernels, op: np.ndarray, total_ps: int) -> OpMetricsDb | None:
-    """Kernels without an HLO op, by kernel name (ours: XProf leaves them out)."""
+def unattributed_db(
+    kernels: Kernels, op: np.ndarray, total_ps: int, derived: DerivedLines | None = None
+) -> OpMetricsDb | None:
+    """Kernels without an HLO op (ours: XProf leaves them out), by their TF op where a
+    ``TensorFlow Ops`` span on their GPU holds them, else by kernel name."""
     rows = op < 0
     if not rows.any():
         return None
-    codes, names = first_seen_codes(kernels.kernel[rows])
+    kernel_key = kernels.kernel[rows].astype(np.int64)
+    labels = [k or "(unnamed kernel)" for k in kernels.kernel_names]
+    if derived is not None and len(derived.op):
+        begin, end = kernels.begin_ps[rows], kernels.end_ps[rows]
+        span = held_by(kernels.plane[rows], begin, end, derived.op_plane, derived.op_begin,
+                       derived.op_end)  # fmt: skip
+        tf_op = np.where(span >= 0, derived.op[np.maximum(span, 0)], -1)
+        kernel_key = np.where(tf_op >= 0, len(labels) + tf_op, kernel_key)
+        labels = labels + derived.op_names
+    codes, names = first_seen_codes(kernel_key)
     count = np.bincount(codes)
     time_ps = np.bincount(codes, weights=(kernels.end_ps - kernels.begin_ps)[rows])
     cols = empty_columns(len(names))
-    cols["name"][:] = [kernels.kernel_names[k] or "(unnamed kernel)" for k in names.tolist()]
+    cols["name"][:] = [labels[k] for k in names.tolist()]
     cols["category"][:] = NO_HLO_CATEGORY
     cols["occurrences"] = count.astype(np.int64)
     cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
@@ -344,6 +364,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
     kernels = read_kernels(planes)
+    derived = read_derived(planes)
     markers = host_markers(profile.plane(HOST_PLANE))
     profile.done_reading()
     op, table = assign_ops(kernels, modules)
@@ -361,7 +382,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
         ),
         perf_env=perf_env,
         all_db=whole.db(0),
-        unattributed=unattributed_db(kernels, op, total),
+        unattributed=unattributed_db(kernels, op, total, derived),
     )
     unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
     stats.notes.extend(
@@ -376,6 +397,10 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
                 f"{unclaimed[0]:,} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
                 "every step; they count in Total only."
             )
+    elif len(derived.step_begin):
+        stats.has_step_markers = True
+        stats.steps = device_steps(kernels, op, table, derived, len(planes), starts)
+        stats.diagnostics.info.append(DEVICE_STEPS_INFO)
     return stats
 
 
@@ -433,17 +458,10 @@ def gpu_steps(
     step = np.where(claimed, step, -1)
     del slot, launched, launch  # per-kernel temporaries: memory for what follows
     count = len(starts)
-    # Device time per (step, GPU).
-    cell = step[claimed] * planes + kernels.plane[claimed]
-    first = np.full(count * planes, np.iinfo(np.int64).max)
-    last = np.full(count * planes, np.iinfo(np.int64).min)
-    np.minimum.at(first, cell, kernels.begin_ps[claimed])
-    np.maximum.at(last, cell, kernels.end_ps[claimed])
-    used = last >= first
-    first = np.minimum(first, np.repeat(starts, planes))
-    last = np.maximum(last, np.repeat(ends, planes))
-    totals = np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
-    del cell, first, last, used
+    used = np.zeros(count * planes, bool)  # a GPU counts in a step where it ran kernels
+    totals = _step_totals(
+        kernels, step, np.repeat(starts, planes), np.repeat(ends, planes), used, planes
+    )
     ops = aggregate(kernels, op, table, step, totals, execution_start)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete,
     # and so does a graph launch the profile stopped in.
@@ -456,3 +474,62 @@ def gpu_steps(
     steps = table_steps(ops, numbers, missing == 0, (ends - starts).tolist())
     unclaimed = ~claimed
     return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))
+
+
+def _step_totals(
+    kernels: Kernels,
+    step: np.ndarray,
+    span_begin: np.ndarray,
+    span_end: np.ndarray,
+    used: np.ndarray,
+    planes: int,
+) -> np.ndarray:
+    """Device time per step, summed over GPUs: per (step, GPU) cell (``step * planes +
+    plane``), from the earlier of the cell's span start and its first kernel to the later
+    of the span end and its last kernel, where the GPU ran kernels in the step or ``used``.
+    """
+    claimed = step >= 0
+    count = len(span_begin) // max(planes, 1)
+    cell = step[claimed] * planes + kernels.plane[claimed]
+    first = np.full(count * planes, np.iinfo(np.int64).max)
+    last = np.full(count * planes, np.iinfo(np.int64).min)
+    np.minimum.at(first, cell, kernels.begin_ps[claimed])
+    np.maximum.at(last, cell, kernels.end_ps[claimed])
+    used = used | (last >= first)
+    first = np.minimum(first, span_begin)
+    last = np.maximum(last, span_end)
+    return np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
+
+
+def device_steps(
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+    derived: DerivedLines,
+    planes: int,
+    execution_start: np.ndarray | None = None,
+) -> list[StepInfo]:
+    """Steps from the GPUs' ``Steps`` lines: the events of one number on all GPUs are one
+    step; a kernel belongs to the step whose span on its GPU holds its start."""
+    distinct, inverse = np.unique(derived.step_number, return_inverse=True)
+    inverse = inverse.ravel()
+    earliest = np.full(len(distinct), np.iinfo(np.int64).max)
+    np.minimum.at(earliest, inverse, derived.step_begin)
+    order = np.argsort(earliest, kind="stable")  # steps in time order of their first span
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    index, numbers = rank[inverse], distinct[order]
+    span = held_by(kernels.plane, kernels.begin_ps, kernels.begin_ps, derived.step_plane,
+                   derived.step_begin, derived.step_end)  # fmt: skip
+    step = np.where(span >= 0, index[np.maximum(span, 0)], -1)
+    count = len(numbers)
+    cell = index * planes + derived.step_plane
+    span_begin = np.full(count * planes, np.iinfo(np.int64).max)
+    span_end = np.full(count * planes, np.iinfo(np.int64).min)
+    np.minimum.at(span_begin, cell, derived.step_begin)
+    np.maximum.at(span_end, cell, derived.step_end)
+    used = span_end >= span_begin
+    totals = _step_totals(kernels, step, span_begin, span_end, used, planes)
+    ops = aggregate(kernels, op, table, step, totals, execution_start)
+    wall = np.where(used, span_end - span_begin, 0).reshape(count, planes).max(axis=1)
+    return table_steps(ops, numbers, np.ones(count, bool), wall)

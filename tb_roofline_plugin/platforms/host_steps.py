@@ -1,9 +1,13 @@
 """Host step markers and kernel launches on ``/host:CPU`` (steps of GPU and CPU profiles).
 
-A step root is a host event with stat ``_r`` (``jax.profiler.StepTraceAnnotation``,
-``tf.profiler.experimental.Trace(..., _r=1)``, torch_xla step traces), numbered by its
-``step_num`` stat or by order. A launch is a host event with a ``correlation_id`` stat
-(``cuLaunchKernel``, ``hipModuleLaunchKernel``, ...): the kernel with the same id ran it.
+A step marker is a host event with stat ``step_num`` or ``_r``:
+``jax.profiler.StepTraceAnnotation``, ``tf.profiler.experimental.Trace("train",
+step_num=s)`` with or without ``_r``, Keras' ``Profiled batch`` (``step_num``, no ``_r``),
+torch_xla step traces. Where any marker carries a ``step_num``, only those are steps:
+TensorFlow's ``FunctionRun`` roots (``_r=1``, no ``step_num``, on python and tf.data
+threads) run the work of a step, they are not steps. A step is numbered by its
+``step_num`` stat or else by order. A launch is a host event with a ``correlation_id``
+stat (``cuLaunchKernel``, ``hipModuleLaunchKernel``, ...): the kernel with the same id ran it.
 """
 
 from __future__ import annotations
@@ -43,14 +47,18 @@ def valid_step_number(num: float) -> bool:
 
 
 def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
-    """Roots in time order, each numbered by its ``step_num`` or else by its position.
+    """Step markers in time order, each numbered by its ``step_num`` or else by position.
 
-    A root inside another root's span is part of that step, not a step of its own (e.g.
-    TensorFlow's ``FunctionRun`` roots inside ``train`` step roots).
+    ``roots``: (step_num, NaN where the marker has none; begin; end). Where some marker has
+    a ``step_num``, the others are not steps. A marker inside another's span is part of
+    that step, not a step of its own (e.g. ``FunctionRun`` roots inside ``train`` roots).
     """
     if not roots:
         return []
     num, begin, end = (np.asarray(column) for column in zip(*roots))
+    numbered = ~np.isnan(num.astype(np.float64))
+    if numbered.any():
+        num, begin, end = num[numbered], begin[numbered], end[numbered]
     order = np.lexsort((-end, begin))
     num, begin, end = num[order], begin[order], end[order]
     outer = ~nested_in_earlier(begin, end)
@@ -60,13 +68,15 @@ def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, in
 
 
 def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
-    """(step number or -1, begin, end) of the step-root events of one line's table."""
+    """(step number or NaN, begin, end) of the step markers (``_r`` or ``step_num``) of
+    one line's table."""
     is_root, _ = table.integers(ids.get("_r"))
-    roots = np.flatnonzero(is_root)
-    step_num = table.numbers(ids.get("step_num"))[roots]
+    step_num = table.numbers(ids.get("step_num"))
+    roots = np.flatnonzero(is_root | ~np.isnan(step_num))
+    step_num = step_num[roots]
     return list(
         zip(
-            np.where(np.isnan(step_num), -1.0, step_num).tolist(),
+            step_num.tolist(),
             table.begin_ps[roots].tolist(),
             table.end_ps[roots].tolist(),
         )
@@ -79,7 +89,7 @@ def host_markers(plane: Plane | None) -> HostMarkers:
         return markers
     ids = stat_ids(plane, MARKER_STATS)
     roots, launch_ids, launch_ps = [], [], []
-    wanted = [ids.get("_r"), ids.get("correlation_id")]
+    wanted = [ids.get("_r"), ids.get("step_num"), ids.get("correlation_id")]
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches

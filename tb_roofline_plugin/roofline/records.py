@@ -6,7 +6,7 @@ record and the op records of a set of op metrics, as columns (``RecordSet``) tha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -391,6 +391,13 @@ def program_records(
     divisor = np.asarray(steps_divisors, np.float64)
     for key in ("total_time_in_us", "total_self_time_in_us"):
         metrics[key] = metrics[key] / divisor
+    # The average step's FLOPs and bytes are per step too (its rates are unchanged).
+    prog = replace(
+        prog,
+        flops=prog.flops / divisor,
+        model_flops=prog.model_flops / divisor,
+        bytes_accessed=prog.bytes_accessed / divisor,
+    )
     metrics["total_time_per_core_in_us"] = safe_divide(metrics["total_time_in_us"], core_count)
     metrics["total_self_time_as_fraction"] = np.zeros(len(prog))
     metrics["cumulative_total_self_time_as_fraction"] = np.zeros(len(prog))
