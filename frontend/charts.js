@@ -39,9 +39,13 @@ export function opHover(row, roofless = false) {
     lines.push(`dtype ${esc(row.dtype || 'unknown')} · ${NO_PEAKS_HOVER}`);
   } else {
     lines.push(
-      `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
-      `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
-        `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
+      row.dtypeNote
+        ? `${esc(row.memoryName)} at ${esc(pct(row.memoryEfficiency))} of its peak · no compute roof`
+        : `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
+      row.dtypeNote
+        ? `dtype ${esc(row.dtype)} · ${esc(row.dtypeNote)}`
+        : `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
+            `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
       `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
     );
   }

@@ -9,6 +9,9 @@ function gain(row) {
 }
 
 export function guidance(row) {
+  if (row.dtypeNote && !row.aboveRoof) {
+    return `${row.dtypeNote} (${row.memoryName} at ${pct(row.memoryEfficiency, 0)} of its peak)`;
+  }
   if (row.aboveRoof) {
     return (
       `Above the ${row.boundBy} roof (${pct(row.efficiency, 0)}): likely an async copy, ` +

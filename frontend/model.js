@@ -83,6 +83,7 @@ export function opRows(records, details, device) {
       dtypePeak: d.dtype_peak_gflops || (device && device.peak_flop_rate_gflops) || 0,
       dtypeComputeEfficiency: d.dtype_compute_efficiency ?? 0,
       dtypeEfficiency: d.dtype_roofline_efficiency ?? efficiency,
+      dtypeNote: d.dtype_note || '', // "no bf16 ceiling measured: …": not judged on compute
       wastedUs: d.wasted_time_us ?? time * Math.max(1 - Math.min(efficiency, 1), 0),
       wastedRank: d.wasted_time_rank ?? 0,
       aboveRoof: d.above_roof ?? efficiency > 1.05,

@@ -123,8 +123,7 @@ def _peaks(args: argparse.Namespace):
 def _calibrate(args: argparse.Namespace) -> int:
     from .peaks.calibration import calibrate, write_calibration
 
-    sizes = {"matrix_n": 512, "stream_mib": 128} if args.quick else {}
-    result = calibrate(**sizes)
+    result = calibrate(matrix_n=512, stream_mib=128) if args.quick else calibrate()
     if args.output:
         write_calibration(args.output, result)
         print(f"wrote {args.output}")
@@ -132,7 +131,10 @@ def _calibrate(args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(result, indent=1))
-    flops = ", ".join(f"{k} {v:,.1f} TFLOP/s" for k, v in result["dtype_tflops"].items())
+    flops = ", ".join(
+        f"{k} {v:,.2f} {'TOPS' if k == 'int8' else 'TFLOP/s'}"
+        for k, v in result["dtype_tflops"].items()
+    )
     print(f"{result['name']}: {flops}; memory {result['hbm_gbps']:,.1f} GB/s", file=sys.stderr)
     return 0
 

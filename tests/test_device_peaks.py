@@ -491,10 +491,12 @@ def test_unknown_name_is_a_value_error():
 
 
 def test_calibrate_small_round_trips(tmp_path):
-    result = calibrate(seconds_budget=1.0, matrix_n=256, stream_mib=64)
+    result = calibrate(seconds_budget=1.0, matrix_n=256, stream_mib=64, libraries=())
     assert result["vendor"] == "CPU"
     assert str(result["name"]).startswith("calibrated ")
-    assert str(result["source"]).startswith("calibration (numpy matmul, stream copy/triad) on ")
+    assert str(result["source"]).startswith(
+        "calibration (numpy matmul fp32/fp64, stream copy/triad) on "
+    )
     tflops = result["dtype_tflops"]
     assert 1e-4 < tflops["fp64"] < 100 and 1e-4 < tflops["fp32"] < 100
     assert 1.0 < result["hbm_gbps"] < 1000.0

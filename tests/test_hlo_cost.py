@@ -192,13 +192,13 @@ def test_elementwise_add():
     assert (c.flops, c.transcendentals) == (32, 0)
     assert c.bytes_accessed == 3 * 128
     assert c.bytes_written == 128
-    assert c.dtype == "f32"
+    assert c.dtype == "fp32"
     assert not c.unknown
 
 
 def test_convert_and_compare_are_one_flop_per_element():
     c = single_op("convert", shape("bf16", 4, 8), shape("f32", 4, 8))
-    assert (c.flops, c.bytes_accessed, c.dtype) == (32, 128 + 64, "f32")
+    assert (c.flops, c.bytes_accessed, c.dtype) == (32, 128 + 64, "fp32")
     c = single_op("compare", shape("pred", 4, 8), shape("f32", 4, 8), shape("f32", 4, 8))
     assert (c.flops, c.bytes_accessed) == (32, 2 * 128 + 32)
 
@@ -668,7 +668,7 @@ def test_cublaslt_gemm_with_bias_operand_counts_every_operand():
     c = b.costs().cost("gemm")
     assert c.flops == 2 * 64 * 16 * 32
     assert c.bytes_accessed == 64 * 32 + 32 * 16 + 16 * 2 + 64 * 16 * 2
-    assert c.dtype == "f8e4m3fn"
+    assert c.dtype == "fp8"
 
 
 def test_gemm_with_unparseable_backend_config_is_unknown_not_an_error():
@@ -713,7 +713,7 @@ def test_cudnn_convolution_custom_call():
     assert c.flops == 2 * 3 * 8 * 2 * 14 * 14  # as test_convolution_stride_and_padding
     out = 2 * 5 * 5 * 8 * F32  # the scratch buffer (element 1) is not counted
     assert (c.bytes_accessed, c.bytes_written) == (2400 + 864 + out, out)
-    assert c.dtype == "f32" and not c.unknown
+    assert c.dtype == "fp32" and not c.unknown
 
 
 def test_triton_gemm_fusion():
@@ -770,7 +770,7 @@ def test_unknown_custom_call():
     assert (c.flops, c.transcendentals) == (0, 0)
     assert c.bytes_accessed == 256 + 512 + (256 + 32)  # operands + output tuple leaves
     assert c.bytes_written == 256 + 32
-    assert c.dtype == "f32"  # the largest operand
+    assert c.dtype == "fp32"  # the largest operand
     assert "te_fused_attn_fwd_ffi" in c.note
     assert costs.unknown_custom_calls == {"te_fused_attn_fwd_ffi"}
 

@@ -254,7 +254,7 @@ def test_compare_route_judges_both_sides_by_the_peaks(cpu_logdir, tmp_path):
     _, plain = _get(client, "compare", **sides)
     _, judged = _get(client, "compare", **sides, peaks="a100")
     assert plain["program"]["bound_by_a"] == "Unknown" and plain["program"]["efficiency_a"] == 0
-    assert judged["program"]["bound_by_a"] == "HBM" and judged["program"]["efficiency_a"] > 0
+    assert judged["program"]["bound_by_a"] == "DRAM" and judged["program"]["efficiency_a"] > 0
     assert judged["program"]["time_us_a"] == plain["program"]["time_us_a"]
 
 

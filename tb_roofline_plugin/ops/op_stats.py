@@ -291,6 +291,7 @@ class HostsCombiner:
             source=first.perf_env.source,
             dtype_tflops=dict(first.perf_env.dtype_tflops),
             memory=first.perf_env.memory,
+            listed_dtypes_only=first.perf_env.listed_dtypes_only,
         )
         bws_found = any(first.perf_env.peak_bws_gbps)
         for part in parts:

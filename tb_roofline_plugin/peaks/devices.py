@@ -73,6 +73,18 @@ MEMORY_KINDS = (
     "DDR5",
     "DRAM",
 )
+CPU_HARDWARE_TYPES = ("CPU", "CPU_ONLY")
+
+
+def main_memory(hardware_type: str, memory: str = "") -> str:
+    """What the main memory is called in the summary, compare, json and tab: its kind when the
+    peaks know it (GDDR6 on an RTX 2080 Ti), else DRAM on a CPU and HBM on accelerators. A
+    CPU judged by a GPU's peaks (a what-if) still reads DRAM. XProf's datatable keeps "HBM"."""
+    if hardware_type in CPU_HARDWARE_TYPES:
+        return memory if memory and not memory.startswith(("HBM", "GDDR")) else "DRAM"
+    return memory or "HBM"
+
+
 # The dtypes whose maximum is XProf's single peak (XProf: max of fp32/fp16 vector and
 # tf32/fp16 tensor; bf16 equals fp16 wherever both exist). fp8 and int8 never enter it.
 _XPROF_PEAK_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16")
@@ -119,8 +131,11 @@ class DevicePeaks:
         values = floats or list(self.dtype_tflops.values())
         return max(values, default=0.0)
 
-    def to_perf_env(self, source_label: str = "built-in table") -> PerfEnv:
-        """A PerfEnv in XProf's layout; ``source_label`` says where the peaks came from.
+    def to_perf_env(
+        self, source_label: str = "built-in table", listed_dtypes_only: bool = False
+    ) -> PerfEnv:
+        """A PerfEnv in XProf's layout; ``source_label`` says where the peaks came from;
+        ``listed_dtypes_only`` (measured or user peaks): dtypes not listed have no ceiling.
 
         TPUs put VMEM in both the SRAM and VMEM slots, as libtpu's plane stats do. Everything
         else puts shared memory in SRAM_RD/WR (XProf's GPU convention); NVIDIA and AMD entries
@@ -142,6 +157,7 @@ class DevicePeaks:
             source=source_label,
             dtype_tflops=dict(self.dtype_tflops),
             memory=self.memory,
+            listed_dtypes_only=listed_dtypes_only,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -344,10 +360,11 @@ def _load_file(path: str) -> DevicePeaks:
 def load_perf_env(spec: str) -> PerfEnv:
     """The PerfEnv of a ``--peaks`` spec, labelled with where its figures come from."""
     peaks = load_peaks(spec)
-    if any(entry is peaks for entry in BUILTIN.values()):
+    builtin = any(entry is peaks for entry in BUILTIN.values())
+    if builtin:
         label = f"built-in table ({peaks.name})"
     elif peaks.source.startswith("calibration"):
         label = f"calibration ({spec})"
     else:
         label = f"user file ({spec})"
-    return peaks.to_perf_env(label)
+    return peaks.to_perf_env(label, listed_dtypes_only=not builtin)

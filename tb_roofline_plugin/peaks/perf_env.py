@@ -33,6 +33,10 @@ class PerfEnv:
     dtype_tflops: dict[str, float] = field(default_factory=dict)
     # The main memory's kind ("HBM3", "GDDR6", ...) when known, for its roof's label; ours.
     memory: str = ""
+    # True for a calibration or user file: a dtype missing from dtype_tflops has no ceiling
+    # (an fp32 peak says nothing of bf16 on AMX). Profiles and built-in tables fall back to
+    # the single peak, as XProf judges every op by it.
+    listed_dtypes_only: bool = False
 
     @property
     def has_cmem(self) -> bool:

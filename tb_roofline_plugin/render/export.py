@@ -15,8 +15,11 @@ import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
+from ..hlo.cost.shapes import roofline_dtype
 from ..ops.op_stats import OpStats, StepInfo, steps_holding_ops, steps_without_ops_note
 from ..ops.selection import TOTAL, Selection, select
+from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
+from ..peaks.devices import DTYPES, main_memory
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
 from ..roofline.formulas import ridge_point, safe_divide
@@ -67,18 +70,6 @@ def _memories(stats: OpStats) -> list[tuple[str, int]]:
     ]
 
 
-_CPU_TYPES = ("CPU", "CPU_ONLY")
-
-
-def main_memory(hardware_type: str, memory: str = "") -> str:
-    """What the main memory is called: its kind when the peaks know it (GDDR6 on an RTX 2080
-    Ti), else DRAM on a CPU and HBM on accelerators. A CPU judged by a GPU's peaks (a what-if)
-    still reads DRAM. XProf's datatable keeps "HBM"."""
-    if hardware_type in _CPU_TYPES:
-        return memory if memory and not memory.startswith(("HBM", "GDDR")) else "DRAM"
-    return memory or "HBM"
-
-
 def device_summary(stats: OpStats) -> dict:
     """Device, peaks (with their source and ridge points) and time-scale facts for the UI."""
     env = stats.perf_env
@@ -110,24 +101,51 @@ def device_summary(stats: OpStats) -> dict:
     }
 
 
-# XLA element types -> the compute ceiling they run at.
-_DTYPE_CEILING = {
-    "f64": "fp64",
-    "c128": "fp64",
-    "f32": "fp32",
-    "c64": "fp32",
-    "bf16": "bf16",
-    "f16": "fp16",
-    "s8": "int8",
-    "u8": "int8",
-}
+# Op dtypes that keep XLA's name but run at another dtype's ceiling.
+_DTYPE_CEILING = {"c128": "fp64", "c64": "fp32", "u8": "int8"}
+NO_CEILING = "no {dtype} ceiling measured: judged on memory only"
+NO_CEILING_BOUND = "no {dtype} roof"  # the summary's bound column for such an op
+NO_CEILING_INFO = (
+    "No {dtypes} ceiling in these peaks: {ops} judged on memory only, not against another "
+    "dtype's peak. `tb-roofline calibrate` measures bf16 and int8 where torch or jax is installed."
+)
 
 
 def dtype_ceiling(dtype: str) -> str:
-    """The ceiling key (``fp32``, ``bf16``, ``fp8``, ...) of an XLA element type, or ""."""
-    if dtype.startswith("f8"):
-        return "fp8"
-    return _DTYPE_CEILING.get(dtype, "")
+    """The ceiling key (``fp32``, ``bf16``, ``fp8``, ...) of an op's dtype, or "" (XLA's own
+    names, ``f32``, are read too: stats cached before the names were one vocabulary)."""
+    name = roofline_dtype(dtype)
+    return name if name in DTYPES else _DTYPE_CEILING.get(dtype, "")
+
+
+def _op_dtypes(stats: OpStats, selection: Selection, ops: RecordSet) -> list[str]:
+    """Each op record's dtype ("" when unknown)."""
+    db = selection.db
+    by_op = dict(zip(zip(db.program_id.tolist(), db.name.tolist()), db.dtype.tolist()))
+    return [
+        by_op.get(op, "") for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())
+    ]
+
+
+def _missing_ceilings(stats: OpStats, ops: RecordSet, dtypes: list[str]) -> np.ndarray:
+    """Which ops do FLOPs in a dtype whose ceiling the peaks lack, where that means no
+    ceiling (a calibration or user file, ``PerfEnv.listed_dtypes_only``); built-in tables
+    and profile peaks judge them by the single peak, as XProf does."""
+    env = stats.perf_env
+    if not env.listed_dtypes_only or not env.known:
+        return np.zeros(len(dtypes), bool)
+    missing = {
+        d for d in set(dtypes) if dtype_ceiling(d) and dtype_ceiling(d) not in env.dtype_tflops
+    }
+    return np.array([d in missing for d in dtypes], bool) & (ops["measured_flop_rate"] > 0)
+
+
+def no_ceiling_ops(stats: OpStats, selection: Selection, ops: RecordSet) -> dict[tuple, str]:
+    """{(module id, op name): ceiling key} of the ``ops`` records whose dtype has no ceiling."""
+    dtypes = _op_dtypes(stats, selection, ops)
+    rows = np.flatnonzero(_missing_ceilings(stats, ops, dtypes)).tolist()
+    ids, names = ops["hlo_module_id"].tolist(), np.asarray(ops["hlo_name"], object).tolist()
+    return {(ids[i], names[i]): dtype_ceiling(dtypes[i]) for i in rows}
 
 
 def op_details(
@@ -169,7 +187,7 @@ def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection,
     return list_text(items, indent, 1)
 
 
-def _selected_ops(model: RooflineModel, selection: Selection) -> RecordSet:
+def selected_ops(model: RooflineModel, selection: Selection) -> RecordSet:
     """The op records of the selection (infeed/outfeed included), in rank order."""
     records = model.records
     wanted = (
@@ -181,21 +199,34 @@ def _selected_ops(model: RooflineModel, selection: Selection) -> RecordSet:
     return records.take(np.flatnonzero(wanted))
 
 
-def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None:
+def _judged_efficiency(ops: RecordSet, no_ceiling: np.ndarray) -> np.ndarray:
+    """Each op's roofline efficiency, memory's alone where its dtype has no ceiling."""
+    memory = ops["memory_bw_relative_to_hw_limit"]
+    return np.where(no_ceiling, memory, ops["roofline_efficiency"])
+
+
+def above_roof_warning(
+    model: RooflineModel, selection: Selection, stats: OpStats | None = None
+) -> str | None:
     """A WARNING naming the ops above their roof by more than ``ABOVE_ROOF``, and why a
-    number that cannot be physical usually comes about; None when there are none."""
+    number that cannot be physical usually comes about; None when there are none. With
+    ``stats``, an op whose dtype has no ceiling is judged by memory alone."""
     if not len(model.records):
         return None
-    ops = _selected_ops(model, selection)
-    above = np.flatnonzero(ops["roofline_efficiency"] > ABOVE_ROOF)
+    ops = selected_ops(model, selection)
+    efficiency = ops["roofline_efficiency"]
+    if stats is not None:
+        efficiency = _judged_efficiency(
+            ops, _missing_ceilings(stats, ops, _op_dtypes(stats, selection, ops))
+        )
+    above = np.flatnonzero(efficiency > ABOVE_ROOF)
     if not len(above):
         return None
-    above = above[np.argsort(-ops["roofline_efficiency"][above], kind="stable")]
+    above = above[np.argsort(-efficiency[above], kind="stable")]
     names = [
-        f"{name} at {100 * efficiency:,.0f} %"
-        for name, efficiency in zip(
-            np.asarray(ops["hlo_name"], object)[above].tolist(),
-            ops["roofline_efficiency"][above].tolist(),
+        f"{name} at {100 * value:,.0f} %"
+        for name, value in zip(
+            np.asarray(ops["hlo_name"], object)[above].tolist(), efficiency[above].tolist()
         )
     ]
     return (
@@ -206,13 +237,36 @@ def above_roof_warning(model: RooflineModel, selection: Selection) -> str | None
     )
 
 
-def _with_plausibility(header: dict, model: RooflineModel, selection: Selection) -> dict:
+def no_ceiling_info(model: RooflineModel, selection: Selection, stats: OpStats) -> str | None:
+    """An INFO naming the ops whose dtype has no ceiling in calibrated or user peaks."""
+    if not len(model.records):
+        return None
+    missing = no_ceiling_ops(stats, selection, selected_ops(model, selection))
+    if not missing:
+        return None
+    names = list(dict.fromkeys(name for _, name in missing))  # one name in many programs
+    ops = named(names, "op", at_most=3)
+    if len(names) < len(missing):
+        ops = (
+            f"{len(missing):,} ops ({', '.join(names[:3])}{' and more' if len(names) > 3 else ''})"
+        )
+    kinds = "/".join(sorted(set(missing.values())))
+    return NO_CEILING_INFO.format(dtypes=kinds, ops=ops)
+
+
+def _with_plausibility(
+    header: dict, model: RooflineModel, selection: Selection, stats: OpStats
+) -> dict:
     """Our json's diagnostics: XProf's, plus the above-roof warning (not in the datatable)."""
-    warning = above_roof_warning(model, selection)
-    if warning is None:
+    warning = above_roof_warning(model, selection, stats)
+    info = no_ceiling_info(model, selection, stats)
+    if warning is None and info is None:
         return header
     diagnostics = dict(header.get("diagnostics", {}))
-    diagnostics["warnings"] = [*diagnostics.get("warnings", []), warning]
+    if info is not None:
+        diagnostics["info"] = [*diagnostics.get("info", []), info]
+    if warning is not None:
+        diagnostics["warnings"] = [*diagnostics.get("warnings", []), warning]
     return {**header, "diagnostics": diagnostics}
 
 
@@ -220,22 +274,22 @@ def _op_detail_columns(
     model: RooflineModel, stats: OpStats, selection: Selection
 ) -> dict[str, np.ndarray | list]:
     """The columns of ``op_details``, in its key order."""
-    ops = _selected_ops(model, selection)
+    ops = selected_ops(model, selection)
     db = selection.db
-    by_op = dict(zip(zip(db.program_id.tolist(), db.name.tolist()), db.dtype.tolist()))
-    dtypes = [
-        by_op.get(op, "") for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())
-    ]
+    dtypes = _op_dtypes(stats, selection, ops)
+    no_ceiling = _missing_ceilings(stats, ops, dtypes)
     ceilings = stats.perf_env.dtype_tflops
     peak = model.header.peak_flop_rate
     ceiling_of = {d: ceilings.get(dtype_ceiling(d), 0.0) * 1000.0 or peak for d in set(dtypes)}
     ceiling = np.array([ceiling_of[d] for d in dtypes], np.float64)
+    ceiling[no_ceiling] = 0.0
     compute = safe_divide(ops["measured_flop_rate"], ceiling)
     memory = ops["memory_bw_relative_to_hw_limit"]
     efficiency = ops["roofline_efficiency"]
     # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
     capped = np.where(1.0 < efficiency, 1.0, efficiency)
     wasted = ops["total_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
+    wasted[no_ceiling] = 0.0  # with no compute ceiling, what could be gained is unknown
     wasted_rank = np.empty(len(ops), np.int64)
     wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)
     return {
@@ -248,8 +302,11 @@ def _op_detail_columns(
         "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
         "wasted_time_us": wasted,
         "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
-        "above_roof": efficiency > ABOVE_ROOF,
+        "above_roof": _judged_efficiency(ops, no_ceiling) > ABOVE_ROOF,
         "wasted_time_rank": wasted_rank,
+        "dtype_note": [
+            NO_CEILING.format(dtype=d) if n else "" for d, n in zip(dtypes, no_ceiling.tolist())
+        ],
     }
 
 
@@ -597,7 +654,7 @@ def to_json(
     """
     selection = selection or select(stats, TOTAL)
     model = as_model(database)
-    header = _with_plausibility(database_dict(database), model, selection)
+    header = _with_plausibility(database_dict(database), model, selection, stats)
     return _body(model, stats, sources, selection, header)
 
 
@@ -621,7 +678,7 @@ def complete_json_pieces(
 ) -> list[str]:
     """``complete_json_text`` in pieces (the big ones never joined here)."""
     selection = selection or select(stats, TOTAL)
-    header = _with_plausibility(message_to_dict(model.header), model, selection)
+    header = _with_plausibility(message_to_dict(model.header), model, selection, stats)
     if len(model.records):
         header = _with_records(header, [])
     steps = _steps_pieces(stats.steps, indent) if len(model.records) else None
@@ -639,7 +696,7 @@ def complete_json_pieces(
         parts[("steps",)] = steps
     pieces = dumps_pieces(body, parts, indent)
     if pieces is None:  # a placeholder clashed with the profile's text: the slow way
-        body["database"] = _with_plausibility(database_dict(model), model, selection)
+        body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
         body["ops"] = op_details(model, stats, selection)
         body["steps"] = step_dicts(stats.steps)
         pieces = [json.dumps(body, indent=indent)]

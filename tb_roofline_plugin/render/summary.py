@@ -13,7 +13,14 @@ from ..ops.selection import TOTAL, select
 from ..protos import roofline_model_pb2
 from ..roofline.model import roofline_model
 from ..wording import numbered
-from .export import above_roof_warning, device_summary
+from .export import (
+    NO_CEILING_BOUND,
+    above_roof_warning,
+    device_summary,
+    no_ceiling_info,
+    no_ceiling_ops,
+    selected_ops,
+)
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
 MAX_MESSAGES = 10  # per severity
@@ -39,18 +46,29 @@ def chart_intensity(rec: roofline_model_pb2.RooflineModelRecord) -> float:
 
 
 def _record_row(
-    rec: roofline_model_pb2.RooflineModelRecord, label: str, peaks_known: bool, memory: str = "HBM"
+    rec: roofline_model_pb2.RooflineModelRecord,
+    label: str,
+    peaks_known: bool,
+    memory: str = "HBM",
+    no_ceiling: str = "",
 ) -> list[str]:
+    """One table row; ``no_ceiling``: the op's dtype, which has no ceiling in the peaks (its
+    efficiency is then memory's alone)."""
+    bound = memory if rec.bound_by == "HBM" else rec.bound_by  # XProf's label for main memory
+    efficiency = rec.roofline_efficiency
+    if no_ceiling:
+        bound = NO_CEILING_BOUND.format(dtype=no_ceiling)
+        efficiency = rec.memory_bw_relative_to_hw_limit
     return [
         label,
         rec.hlo_name[:40],
-        memory if rec.bound_by == "HBM" else rec.bound_by,  # XProf's label for main memory
+        bound,
         f"{rec.total_time_in_us:,.1f}",
         f"{100 * rec.total_time_in_percentage:.1f}",
         f"{rec.measured_flop_rate:,.1f}",
         f"{rec.hbm_bw:,.1f}",
         f"{chart_intensity(rec):.3g}",
-        f"{100 * rec.roofline_efficiency:.1f}" if peaks_known else "-",
+        f"{100 * efficiency:.1f}" if peaks_known else "-",
     ]
 
 
@@ -152,7 +170,11 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
         step_rows, footnote = _step_rows(steps, known, memory)
         rows.extend(step_rows)
     ops = [r for r in records if r.record_type == roofline_model_pb2.ALL and r.rank > 0][:top]
-    rows.extend(_record_row(rec, str(rec.rank), known, memory) for rec in ops)
+    total = select(stats, TOTAL)
+    missing = no_ceiling_ops(stats, total, selected_ops(model, total)) if len(model.records) else {}
+    for rec in ops:
+        no_ceiling = missing.get((rec.hlo_module_id, rec.hlo_name), "")
+        rows.append(_record_row(rec, str(rec.rank), known, memory, no_ceiling))
     out.append("")
     out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")
     if footnote:
@@ -160,10 +182,14 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     out.extend(n for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))
     diag = database.diagnostics
     warnings = list(diag.warnings)
-    above_roof = above_roof_warning(model, select(stats, TOTAL))
+    info = list(diag.info)
+    above_roof = above_roof_warning(model, total, stats)
     if above_roof is not None:
         warnings.append(above_roof)
-    for severity, messages in (("INFO", diag.info), ("WARNING", warnings)):
+    ceiling_note = no_ceiling_info(model, total, stats)
+    if ceiling_note is not None:
+        info.append(ceiling_note)
+    for severity, messages in (("INFO", info), ("WARNING", warnings)):
         out.extend(_messages(severity, list(messages)))
     return "\n".join(out) + "\n"
 

@@ -3,7 +3,9 @@
 Each side is an OpStats and a Selection. Ops are aligned by (module name, op name):
 program ids change between runs, module names do not (ops of same-named modules are
 summed). Times of a whole-profile selection are divided by its number of complete
-steps, so two runs with different step counts compare per step.
+steps, so two runs with different step counts compare per step. Main memory is named as in
+the summary, json and tab (``main_memory``: DRAM on a CPU, the peaks' kind where known); the
+``hbm_bw_*`` keys keep XProf's field name.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from ..ops.op_metrics import IDLE_NAME, combine
 from ..ops.op_stats import OpStats
 from ..ops.selection import Selection
+from ..peaks.devices import main_memory
 from .formulas import DatabasePeaks, record_metrics
 from .records import program_db
 
@@ -41,6 +44,11 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
     """(Program metrics, {(module, op): op metrics}) of one side, times per step."""
     stats, selection = side.stats, side.selection
     peaks = DatabasePeaks.from_env(stats.perf_env, stats.run_env.hardware_type)
+    memory = side_memory(side)
+
+    def bound(label: str) -> str:  # XProf's "HBM" is the main memory, whatever its kind
+        return memory if label == "HBM" else label
+
     cores = stats.run_env.device_core_count
     divisor = max(selection.steps_in_selection, 1)
     db = selection.db
@@ -60,7 +68,7 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
         module, name = str(ops.name[i]).split("\0", 1)
         row: dict[str, Any] = {key: float(metrics[field][i]) for key, field in _METRICS}
         row["time_us"] /= divisor
-        row["bound_by"] = str(metrics["bound_by"][i])
+        row["bound_by"] = bound(str(metrics["bound_by"][i]))
         row["category"] = str(ops.category[i])
         row["wasted_us"] = row["time_us"] * max(1.0 - min(row["efficiency"], 1.0), 0.0)
         rows[(module, name)] = row
@@ -68,8 +76,13 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
     pm = record_metrics(prog, prog.time_ps, peaks, cores)
     program: dict[str, Any] = {key: float(pm[field][0]) for key, field in _METRICS}
     program["time_us"] /= divisor
-    program["bound_by"] = str(pm["bound_by"][0])
+    program["bound_by"] = bound(str(pm["bound_by"][0]))
     return program, rows
+
+
+def side_memory(side: Side) -> str:
+    """The name of a side's main memory (DRAM, HBM3, GDDR6, ...)."""
+    return main_memory(side.stats.run_env.hardware_type, side.stats.perf_env.memory)
 
 
 def _delta(a: float | None, b: float | None) -> tuple[float | None, float | None]:
@@ -112,7 +125,8 @@ def compare(a: Side, b: Side) -> dict:
                 row["time_us_delta_pct"] = pct
         ops.append(row)
     ops.sort(key=lambda r: (-abs(r["time_us_delta"]), r["program"], r["operation"]))
-    return {"a": a.label, "b": b.label, "program": program, "ops": ops}
+    memory = {"a": side_memory(a), "b": side_memory(b)}
+    return {"a": a.label, "b": b.label, "memory": memory, "program": program, "ops": ops}
 
 
 def slower_by_pct(result: dict) -> float:
@@ -128,6 +142,8 @@ def _fmt(value, spec: str = ",.1f") -> str:
 def compare_table(result: dict, top: int = 20) -> str:
     """A terminal table: the program change, then the ops that changed most."""
     p = result["program"]
+    memory = result.get("memory", {"a": "HBM", "b": "HBM"})
+    name = memory["a"] if memory["a"] == memory["b"] else f"{memory['a']} -> {memory['b']}"
     lines = [
         f"A: {result['a']}",
         f"B: {result['b']}",
@@ -135,7 +151,7 @@ def compare_table(result: dict, top: int = 20) -> str:
         f"Program time per step: {_fmt(p['time_us_a'])} -> {_fmt(p['time_us_b'])} us "
         f"({_fmt(p['time_us_delta_pct'], '+.1f')}%)",
         f"FLOP rate: {_fmt(p['flop_rate_a'])} -> {_fmt(p['flop_rate_b'])} GFLOP/s; "
-        f"HBM: {_fmt(p['hbm_bw_a'])} -> {_fmt(p['hbm_bw_b'])} GiB/s",
+        f"{name}: {_fmt(p['hbm_bw_a'])} -> {_fmt(p['hbm_bw_b'])} GiB/s",
         f"Roofline efficiency: {_fmt(100 * p['efficiency_a'])}% -> "
         f"{_fmt(100 * p['efficiency_b'])}%; bound by {p['bound_by_a']} -> {p['bound_by_b']}",
         "",

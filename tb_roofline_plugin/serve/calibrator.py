@@ -124,7 +124,11 @@ class Calibrator:
             with open(self.path, "rb") as f:
                 version = hashlib.sha256(f.read()).hexdigest()[:16]
             peaks = load_peaks(self.path)
-            result = Calibration(peaks, peaks.to_perf_env("calibration of this machine"), version)
+            result = Calibration(
+                peaks,
+                peaks.to_perf_env("calibration of this machine", listed_dtypes_only=True),
+                version,
+            )
             error = ""
         except OSError as exc:
             result, error = None, f"the cached calibration cannot be read ({exc.strerror or exc})"

@@ -23,7 +23,7 @@ from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 
-FORMAT = "tb-roofline-stats/4"  # 4: Kineto rows and totals of issue 19, PerfEnv.memory
+FORMAT = "tb-roofline-stats/5"  # 5: op dtypes named fp32/bf16 (not f32), PerfEnv.listed_dtypes_only
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 

@@ -22,7 +22,7 @@ class InstructionCost:
     transcendentals: float  # transcendental operations (exp, log, tanh, ...)
     bytes_accessed: float  # bytes read + written under XLA's "bytes accessed" rules
     bytes_written: float  # bytes of the output part of bytes_accessed
-    dtype: str  # dominant input dtype, lower-case XLA name ("bf16", "f32", ...); "" if none
+    dtype: str  # dominant input dtype, ``roofline_dtype`` name ("bf16", "fp32", "s32"); "" if none
     unknown: bool = False  # cost unknown (unrecognised custom call): flops 0, default bytes
     note: str = ""  # short provenance, e.g. "cuBLAS GEMM from backend_config"
 

@@ -51,7 +51,15 @@ from .generic import (
     GenericOpCosts,
 )
 from .library_calls import LibraryCallCosts
-from .shapes import dtype_name, element_count, is_array, leaf_bytes, leaves, shape_bytes
+from .shapes import (
+    dtype_name,
+    element_count,
+    is_array,
+    leaf_bytes,
+    leaves,
+    roofline_dtype,
+    shape_bytes,
+)
 
 __all__ = [
     "InstructionCost",
@@ -286,7 +294,7 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
             if contraction is not None and contraction.operand_ids:
                 lhs = self._operand(contraction, 0).shape
         if lhs is not None and is_array(lhs):
-            return dtype_name(lhs.element_type)
+            return roofline_dtype(dtype_name(lhs.element_type))
         best: hlo_pb2.ShapeProto | None = None
         best_bytes = -1.0
         for shape in self._operand_shapes(instr):
@@ -294,7 +302,7 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
                 size = shape_bytes(leaf)
                 if size > best_bytes:
                     best, best_bytes = leaf, size
-        return dtype_name(best.element_type) if best is not None else ""
+        return roofline_dtype(dtype_name(best.element_type)) if best is not None else ""
 
     def _find_contraction(self, comp, depth: int = 0):
         """First dot/convolution in a fused computation, searching nested fusions too."""

@@ -56,6 +56,19 @@ _ELEMENT_BYTES: dict[int, int] = {
 }
 _SPECIAL_NAMES = {INVALID: "invalid", OPAQUE: "opaque"}
 
+# XLA element types -> the roofline's dtype names: those of the peaks tables (``DTYPES``) and
+# of PyTorch traces, so an op reads the same from either producer. Every f8 variant is fp8;
+# types without a FLOP ceiling of their own (s32, pred, u8, c64, ...) keep XLA's name.
+_ROOFLINE_DTYPES = {"f64": "fp64", "f32": "fp32", "bf16": "bf16", "f16": "fp16", "s8": "int8"}
+
+
+def roofline_dtype(xla_name: str) -> str:
+    """The roofline's name (``fp32``, ``bf16``, ``fp8``, ...) of a lower-case XLA type name."""
+    if xla_name.startswith("f8"):
+        return "fp8"
+    return _ROOFLINE_DTYPES.get(xla_name, xla_name)
+
+
 # --- shapes --------------------------------------------------------------------------
 
 
