@@ -44,7 +44,7 @@ from .cpu_executions import (
 from .host_steps import number_steps, step_roots
 
 CPU_DEVICE_TYPE = "CPU"
-_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c")
+_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c", "device_ordinal")
 END_PREFIX = "end: "  # an XLA:CPU op's end event, linked to the op by its flow id
 _NO_I64 = np.zeros(0, np.int64)
 
@@ -67,6 +67,21 @@ class HostEvents:
     op_run: np.ndarray = field(default_factory=lambda: _NO_I64)  # run_id stat (0: absent)
     op_has_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     marks: HostMarks = field(default_factory=lambda: HostMarks(_NO_I64, _NO_I64, _NO_I64))
+    # Each op event's device (0..k-1 in order of ``device_ordinal``; 0 without the stat):
+    # JAX runs one host's several CPU devices (``--xla_force_host_platform_device_count``)
+    # on shared threads, so the device is per event, not per line.
+    op_device: np.ndarray = field(default_factory=lambda: _NO_I64)
+    device_ordinals: list[int] = field(default_factory=lambda: [0])
+
+    def device_spans(self) -> np.ndarray:
+        """Last end - first start of each device's op events (ps)."""
+        count = len(self.device_ordinals)
+        device = self.op_device if len(self.op_device) else np.zeros(len(self.op), np.int64)
+        first = np.full(count, np.iinfo(np.int64).max)
+        last = np.full(count, np.iinfo(np.int64).min)
+        np.minimum.at(first, device, self.op_begin)
+        np.maximum.at(last, device, self.op_end)
+        return np.where(last >= first, last - first, 0)
 
 
 def _metadata_ids(plane, wanted) -> np.ndarray:
@@ -129,7 +144,7 @@ def flight_ends(
 
 def read_host_events(plane: Plane) -> HostEvents:
     begins, ends, flows, has_flows, lengths = [], [], [], [], []
-    programs, runs, has_runs, roots = [], [], [], []
+    programs, runs, has_runs, roots, devices = [], [], [], [], []
     flow_ids, flow_end, execute, schedule = [], [], [], []
     hlo_ops = StringCodes()
     ids = stat_ids(plane, _OP_STATS)
@@ -166,6 +181,7 @@ def read_host_events(plane: Plane) -> HostEvents:
         has_run, run = table.integers(ids.get("run_id"))
         runs.append(run[ops])
         has_runs.append(has_run[ops])
+        devices.append(table.integers(ids.get("device_ordinal"))[1][ops])
         hlo_ops.add_distinct(values, local[ops])
     steps = number_steps(roots)
     if not begins:
@@ -199,6 +215,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     program_code = program_code.ravel().astype(np.int64)
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
+    ordinals, device = unique(np.concatenate(devices), return_inverse=True)
     return HostEvents(
         op_begin=op_begin,
         op_end=op_end,
@@ -210,6 +227,8 @@ def read_host_events(plane: Plane) -> HostEvents:
         op_run=np.concatenate(runs),
         op_has_run=np.concatenate(has_runs),
         marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
+        op_device=device.ravel().astype(np.int64),
+        device_ordinals=[int(d) for d in ordinals.tolist()] or [0],
     )
 
 
@@ -284,8 +303,9 @@ def cpu_op_stats(
     events = read_host_events(plane) if plane is not None else None
     profile.done_reading()
     count = len(events.op) if events is not None else 0
+    devices = len(events.device_ordinals) if events is not None else 1
     if events is not None and count:
-        span = int(events.op_end.max() - events.op_begin.min())
+        span = int(events.device_spans().sum())  # device time, summed over the devices
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
         all_db = whole.db(0)
     else:  # no XLA ops: the profile's time is that of its steps, if it has any
@@ -298,8 +318,8 @@ def cpu_op_stats(
         run_env=RunEnvironment(
             hardware_type="CPU",
             device_type=CPU_DEVICE_TYPE,
-            device_core_count=1,
-            active_core_count=1 if count else 0,
+            device_core_count=devices,
+            active_core_count=devices if count else 0,
         ),
         perf_env=peaks or PerfEnv(source="none"),
         all_db=all_db,
@@ -323,10 +343,13 @@ def cpu_steps(
     if not len(events.op):  # no XLA program ran: the steps hold nothing to cost
         ops, _ = cpu_ops(events, modules, _NO_I64, (ends - starts).tolist())
         return table_steps(ops, numbers, ends > starts, (ends - starts).tolist()), []
+    device = events.op_device if len(events.op_device) else None
     of_op = group_executions(
-        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks
+        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks, device
     )
-    executions = claim_executions(of_op, events.op_begin, events.op_end, starts, ends, events.marks)
+    executions = claim_executions(
+        of_op, events.op_begin, events.op_end, starts, ends, events.marks, device
+    )
     durations, held = step_times(executions, starts, ends)
     ops, _ = cpu_ops(events, modules, executions.step[of_op], durations.tolist())
     warnings = []
