@@ -72,6 +72,7 @@ class HostEvents:
     # on shared threads, so the device is per event, not per line.
     op_device: np.ndarray = field(default_factory=lambda: _NO_I64)
     device_ordinals: list[int] = field(default_factory=lambda: [0])
+    op_event_end: np.ndarray = field(default_factory=lambda: _NO_I64)  # without its end event
 
     def device_spans(self) -> np.ndarray:
         """Last end - first start of each device's op events (ps)."""
@@ -187,9 +188,10 @@ def read_host_events(plane: Plane) -> HostEvents:
     if not begins:
         return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
     op_begin = np.concatenate(begins)
+    op_event_end = np.concatenate(ends)
     op_end = flight_ends(
         op_begin,
-        np.concatenate(ends),
+        op_event_end,
         np.concatenate(flows),
         np.concatenate(has_flows),
         np.concatenate(flow_ids),
@@ -229,7 +231,75 @@ def read_host_events(plane: Plane) -> HostEvents:
         marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
         op_device=device.ravel().astype(np.int64),
         device_ordinals=[int(d) for d in ordinals.tolist()] or [0],
+        op_event_end=op_event_end,
     )
+
+
+def _covered_ps(group: np.ndarray, begin: np.ndarray, end: np.ndarray, count: int) -> np.ndarray:
+    """Per group (0..count-1), the time the union of its spans covers; spans sorted by
+    (group, begin), ends no later than the group's next spans begin (nested work stays
+    inside its container's span; containers of one op on one device do not overlap)."""
+    reach = np.maximum.accumulate(end) if len(end) else end
+    before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    first = np.ones(len(group), bool)
+    first[1:] = group[1:] != group[:-1]
+    before = np.where(first, begin, before)
+    covered = np.maximum(end - np.maximum(begin, before), 0)
+    return np.bincount(group, covered, minlength=count).astype(np.int64)
+
+
+def control_flow_spans(events: HostEvents, modules: dict[int, ModuleCosts]) -> None:
+    """Spans and self times of control-flow ops (``while``, ``call``, ...) from the ops
+    they run, in place.
+
+    XLA:CPU records a container and the ops it runs as separate op events, the nested ones
+    often on other threads or ending after it, so nesting on a line misses them: the loop
+    and its body would both hold the same time. A nested op belongs to the container
+    event of its program and device whose flight holds its start. The container ends
+    when its own event or its last nested op ends (its ``end:`` event can come much
+    later, while the ops after the loop run); its self time is the part of its span no
+    nested op covers (between iterations). One pass per distinct container op.
+    """
+    if not len(events.op):
+        return
+    device = events.op_device if len(events.op_device) else np.zeros(len(events.op), np.int64)
+    own_end = events.op_event_end if len(events.op_event_end) else events.op_end
+    for row, (program, name) in enumerate(events.op_keys):
+        module = modules.get(program)
+        if module is None or not module.is_container(name):
+            continue
+        inner = module.nested(name)
+        inner_ops = [j for j, (p, n) in enumerate(events.op_keys) if p == program and n in inner]
+        if not inner_ops:
+            continue
+        mine = np.flatnonzero(events.op == row)
+        nested = np.flatnonzero(np.isin(events.op, inner_ops))
+        # Container events in (device, begin) order; a nested op goes to the last one of
+        # its device starting at or before it, if that one is still in flight.
+        order = mine[np.lexsort((events.op_begin[mine], device[mine]))]
+        slot = np.full(len(nested), -1, np.int64)
+        for d in np.unique(device[order]).tolist():
+            on_c = np.flatnonzero(device[order] == d)
+            on_n = np.flatnonzero(device[nested] == d)
+            where = np.searchsorted(
+                events.op_begin[order[on_c]], events.op_begin[nested[on_n]], side="right"
+            )
+            slot[on_n] = np.where(where > 0, on_c[np.maximum(where - 1, 0)], -1)
+        held = slot >= 0
+        held[held] &= events.op_begin[nested[held]] < events.op_end[order[slot[held]]]
+        group, nested = slot[held], nested[held]
+        last = np.full(len(order), np.iinfo(np.int64).min)
+        np.maximum.at(last, group, events.op_end[nested])
+        c_begin = events.op_begin[order]
+        c_end = np.where(
+            last > np.iinfo(np.int64).min, np.maximum(own_end[order], last), events.op_end[order]
+        )
+        begin = np.maximum(events.op_begin[nested], c_begin[group])
+        end = np.minimum(events.op_end[nested], c_end[group])
+        sort = np.lexsort((begin, group))
+        covered = _covered_ps(group[sort], begin[sort], end[sort], len(order))
+        events.op_end[order] = c_end
+        events.op_self[order] = np.maximum(c_end - c_begin - covered, 0)
 
 
 def cpu_ops(
@@ -251,7 +321,7 @@ def cpu_ops(
     known = np.zeros(n, bool)
     for row, (program, name) in enumerate(keys):
         module = modules.get(program)
-        cost = module.cost(name) if module is not None else None
+        cost = module.work(name) if module is not None else None
         static["program_id"][row] = program
         static["name"][row] = name
         if module is None or cost is None:
@@ -302,6 +372,8 @@ def cpu_op_stats(
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
     profile.done_reading()
+    if events is not None:
+        control_flow_spans(events, modules)
     count = len(events.op) if events is not None else 0
     devices = len(events.device_ordinals) if events is not None else 1
     if events is not None and count:
