@@ -100,13 +100,18 @@ def test_each_op_time_is_its_start_to_end_span(shared_data, name):
     for begin, end, program, op in flights:
         expected[(program, op)] += (end - begin) / 1e6
     database = build_database(analyze_file(path))
-    ours = {
-        (int(r.hlo_module_id), r.hlo_name): r.total_time_in_us
+    records = [
+        r
         for r in database.roofline_model_record
         if r.record_type == roofline_model_pb2.ALL and r.rank > 0 and r.include_infeed_outfeed
-    }
+    ]
+    ours = {(int(r.hlo_module_id), r.hlo_name): r.total_time_in_us for r in records}
     assert sorted(ours) == sorted(expected)
-    for key in expected:
+    # A container (call, while) ends with its nested ops: tests/test_loops_and_devices.py.
+    containers = {
+        (int(r.hlo_module_id), r.hlo_name) for r in records if r.hlo_category in ("call", "while")
+    }
+    for key in set(expected) - containers:
         assert ours[key] == pytest.approx(expected[key], rel=0.01), key
 
 

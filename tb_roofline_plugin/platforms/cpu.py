@@ -44,7 +44,7 @@ from .cpu_executions import (
 from .host_steps import number_steps, step_roots
 
 CPU_DEVICE_TYPE = "CPU"
-_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c")
+_OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c", "device_ordinal")
 END_PREFIX = "end: "  # an XLA:CPU op's end event, linked to the op by its flow id
 _NO_I64 = np.zeros(0, np.int64)
 
@@ -67,6 +67,22 @@ class HostEvents:
     op_run: np.ndarray = field(default_factory=lambda: _NO_I64)  # run_id stat (0: absent)
     op_has_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     marks: HostMarks = field(default_factory=lambda: HostMarks(_NO_I64, _NO_I64, _NO_I64))
+    # Each op event's device (0..k-1 in order of ``device_ordinal``; 0 without the stat):
+    # JAX runs one host's several CPU devices (``--xla_force_host_platform_device_count``)
+    # on shared threads, so the device is per event, not per line.
+    op_device: np.ndarray = field(default_factory=lambda: _NO_I64)
+    device_ordinals: list[int] = field(default_factory=lambda: [0])
+    op_event_end: np.ndarray = field(default_factory=lambda: _NO_I64)  # without its end event
+
+    def device_spans(self) -> np.ndarray:
+        """Last end - first start of each device's op events (ps)."""
+        count = len(self.device_ordinals)
+        device = self.op_device if len(self.op_device) else np.zeros(len(self.op), np.int64)
+        first = np.full(count, np.iinfo(np.int64).max)
+        last = np.full(count, np.iinfo(np.int64).min)
+        np.minimum.at(first, device, self.op_begin)
+        np.maximum.at(last, device, self.op_end)
+        return np.where(last >= first, last - first, 0)
 
 
 def _metadata_ids(plane, wanted) -> np.ndarray:
@@ -129,7 +145,7 @@ def flight_ends(
 
 def read_host_events(plane: Plane) -> HostEvents:
     begins, ends, flows, has_flows, lengths = [], [], [], [], []
-    programs, runs, has_runs, roots = [], [], [], []
+    programs, runs, has_runs, roots, devices = [], [], [], [], []
     flow_ids, flow_end, execute, schedule = [], [], [], []
     hlo_ops = StringCodes()
     ids = stat_ids(plane, _OP_STATS)
@@ -166,14 +182,16 @@ def read_host_events(plane: Plane) -> HostEvents:
         has_run, run = table.integers(ids.get("run_id"))
         runs.append(run[ops])
         has_runs.append(has_run[ops])
+        devices.append(table.integers(ids.get("device_ordinal"))[1][ops])
         hlo_ops.add_distinct(values, local[ops])
     steps = number_steps(roots)
     if not begins:
         return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
     op_begin = np.concatenate(begins)
+    op_event_end = np.concatenate(ends)
     op_end = flight_ends(
         op_begin,
-        np.concatenate(ends),
+        op_event_end,
         np.concatenate(flows),
         np.concatenate(has_flows),
         np.concatenate(flow_ids),
@@ -199,6 +217,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     program_code = program_code.ravel().astype(np.int64)
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
+    ordinals, device = unique(np.concatenate(devices), return_inverse=True)
     return HostEvents(
         op_begin=op_begin,
         op_end=op_end,
@@ -210,7 +229,77 @@ def read_host_events(plane: Plane) -> HostEvents:
         op_run=np.concatenate(runs),
         op_has_run=np.concatenate(has_runs),
         marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
+        op_device=device.ravel().astype(np.int64),
+        device_ordinals=[int(d) for d in ordinals.tolist()] or [0],
+        op_event_end=op_event_end,
     )
+
+
+def _covered_ps(group: np.ndarray, begin: np.ndarray, end: np.ndarray, count: int) -> np.ndarray:
+    """Per group (0..count-1), the time the union of its spans covers; spans sorted by
+    (group, begin), ends no later than the group's next spans begin (nested work stays
+    inside its container's span; containers of one op on one device do not overlap)."""
+    reach = np.maximum.accumulate(end) if len(end) else end
+    before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
+    first = np.ones(len(group), bool)
+    first[1:] = group[1:] != group[:-1]
+    before = np.where(first, begin, before)
+    covered = np.maximum(end - np.maximum(begin, before), 0)
+    return np.bincount(group, covered, minlength=count).astype(np.int64)
+
+
+def control_flow_spans(events: HostEvents, modules: dict[int, ModuleCosts]) -> None:
+    """Spans and self times of control-flow ops (``while``, ``call``, ...) from the ops
+    they run, in place.
+
+    XLA:CPU records a container and the ops it runs as separate op events, the nested ones
+    often on other threads or ending after it, so nesting on a line misses them: the loop
+    and its body would both hold the same time. A nested op belongs to the container
+    event of its program and device whose flight holds its start. The container ends
+    when its own event or its last nested op ends (its ``end:`` event can come much
+    later, while the ops after the loop run); its self time is the part of its span no
+    nested op covers (between iterations). One pass per distinct container op.
+    """
+    if not len(events.op):
+        return
+    device = events.op_device if len(events.op_device) else np.zeros(len(events.op), np.int64)
+    own_end = events.op_event_end if len(events.op_event_end) else events.op_end
+    for row, (program, name) in enumerate(events.op_keys):
+        module = modules.get(program)
+        if module is None or not module.is_container(name):
+            continue
+        inner = module.nested(name)
+        inner_ops = [j for j, (p, n) in enumerate(events.op_keys) if p == program and n in inner]
+        if not inner_ops:
+            continue
+        mine = np.flatnonzero(events.op == row)
+        nested = np.flatnonzero(np.isin(events.op, inner_ops))
+        # Container events in (device, begin) order; a nested op goes to the last one of
+        # its device starting at or before it, if that one is still in flight.
+        order = mine[np.lexsort((events.op_begin[mine], device[mine]))]
+        slot = np.full(len(nested), -1, np.int64)
+        for d in np.unique(device[order]).tolist():
+            on_c = np.flatnonzero(device[order] == d)
+            on_n = np.flatnonzero(device[nested] == d)
+            where = np.searchsorted(
+                events.op_begin[order[on_c]], events.op_begin[nested[on_n]], side="right"
+            )
+            slot[on_n] = np.where(where > 0, on_c[np.maximum(where - 1, 0)], -1)
+        held = slot >= 0
+        held[held] &= events.op_begin[nested[held]] < events.op_end[order[slot[held]]]
+        group, nested = slot[held], nested[held]
+        last = np.full(len(order), np.iinfo(np.int64).min)
+        np.maximum.at(last, group, events.op_end[nested])
+        c_begin = events.op_begin[order]
+        c_end = np.where(
+            last > np.iinfo(np.int64).min, np.maximum(own_end[order], last), events.op_end[order]
+        )
+        begin = np.maximum(events.op_begin[nested], c_begin[group])
+        end = np.minimum(events.op_end[nested], c_end[group])
+        sort = np.lexsort((begin, group))
+        covered = _covered_ps(group[sort], begin[sort], end[sort], len(order))
+        events.op_end[order] = c_end
+        events.op_self[order] = np.maximum(c_end - c_begin - covered, 0)
 
 
 def cpu_ops(
@@ -232,7 +321,7 @@ def cpu_ops(
     known = np.zeros(n, bool)
     for row, (program, name) in enumerate(keys):
         module = modules.get(program)
-        cost = module.cost(name) if module is not None else None
+        cost = module.work(name) if module is not None else None
         static["program_id"][row] = program
         static["name"][row] = name
         if module is None or cost is None:
@@ -283,9 +372,12 @@ def cpu_op_stats(
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
     profile.done_reading()
+    if events is not None:
+        control_flow_spans(events, modules)
     count = len(events.op) if events is not None else 0
+    devices = len(events.device_ordinals) if events is not None else 1
     if events is not None and count:
-        span = int(events.op_end.max() - events.op_begin.min())
+        span = int(events.device_spans().sum())  # device time, summed over the devices
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
         all_db = whole.db(0)
     else:  # no XLA ops: the profile's time is that of its steps, if it has any
@@ -298,8 +390,8 @@ def cpu_op_stats(
         run_env=RunEnvironment(
             hardware_type="CPU",
             device_type=CPU_DEVICE_TYPE,
-            device_core_count=1,
-            active_core_count=1 if count else 0,
+            device_core_count=devices,
+            active_core_count=devices if count else 0,
         ),
         perf_env=peaks or PerfEnv(source="none"),
         all_db=all_db,
@@ -323,10 +415,13 @@ def cpu_steps(
     if not len(events.op):  # no XLA program ran: the steps hold nothing to cost
         ops, _ = cpu_ops(events, modules, _NO_I64, (ends - starts).tolist())
         return table_steps(ops, numbers, ends > starts, (ends - starts).tolist()), []
+    device = events.op_device if len(events.op_device) else None
     of_op = group_executions(
-        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks
+        events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks, device
     )
-    executions = claim_executions(of_op, events.op_begin, events.op_end, starts, ends, events.marks)
+    executions = claim_executions(
+        of_op, events.op_begin, events.op_end, starts, ends, events.marks, device
+    )
     durations, held = step_times(executions, starts, ends)
     ops, _ = cpu_ops(events, modules, executions.step[of_op], durations.tolist())
     warnings = []

@@ -2,7 +2,8 @@
 
 An execution of an XLA program is the unit a step claims, never split between two steps:
 
-- JAX writes a ``run_id`` on every op event: (program, run id) is one execution.
+- JAX writes a ``run_id`` on every op event: (program, device, run id) is one execution
+  (one launch on several devices, ``device_ordinal``, shares its run id).
 - TensorFlow and PyTorch/XLA write ``run_id`` -1 or none. An execution then starts at the
   host event that hands the program to the runtime (``EXECUTE_EVENTS``); its ops are those
   of the program that start after it and before the next one. Without such events each op
@@ -48,6 +49,7 @@ class Executions:
     last_ps: np.ndarray  # per execution: its last op's end
     step: np.ndarray  # per execution: the index of the step claiming it, -1 for none
     deferred: bool  # claimed through PyTorch/XLA's scheduling chain, not by step spans
+    device: np.ndarray | None = None  # per execution: its device (0..k-1); None: all 0
 
     @property
     def unclaimed(self) -> np.ndarray:
@@ -76,13 +78,16 @@ def group_executions(
     run_id: np.ndarray,
     has_run_id: np.ndarray,
     marks: HostMarks,
+    device: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The execution (0..k-1) of each op event; see the module docstring for the rules."""
+    """The execution (0..k-1) of each op event; see the module docstring for the rules.
+    ``device``: each op event's device (None: one device)."""
     by_run = has_run_id & (run_id != NO_RUN_ID)
     kind = np.where(by_run, 0, 1 if len(marks.execute_begin) else 2)
     slot = np.searchsorted(marks.execute_begin, begin_ps, side="right") - 1
     within = np.where(by_run, run_id, np.where(kind == 1, slot, np.arange(len(begin_ps))))
-    return _factorize(kind, program.astype(np.int64), within)
+    on = np.zeros(len(begin_ps), np.int64) if device is None else device.astype(np.int64)
+    return _factorize(kind, program.astype(np.int64), on, within)
 
 
 def fifo_schedule(schedule_begin: np.ndarray, execute_begin: np.ndarray) -> np.ndarray:
@@ -113,13 +118,19 @@ def claim_executions(
     step_begin: np.ndarray,
     step_end: np.ndarray,
     marks: HostMarks,
+    op_device: np.ndarray | None = None,
 ) -> Executions:
-    """Each execution's span and the step that claims it."""
+    """Each execution's span, device and the step that claims it (``op_device``: each op
+    event's device 0..k-1, None: one device; an execution runs on one device)."""
     count = int(of_op.max()) + 1 if len(of_op) else 0
     first = np.full(count, np.iinfo(np.int64).max)
     last = np.full(count, np.iinfo(np.int64).min)
     np.minimum.at(first, of_op, op_begin)
     np.maximum.at(last, of_op, op_end)
+    device = None
+    if op_device is not None:
+        device = np.zeros(count, np.int64)
+        device[of_op] = op_device
     deferred = bool(len(marks.schedule_begin) and len(marks.execute_begin) and count)
     if deferred:
         # An execution's execute event: the last one starting at or before its first op.
@@ -130,28 +141,35 @@ def claim_executions(
         step = np.where(runs >= 0, schedule_step[np.maximum(runs, 0)], -1)
     else:
         step = _step_holding(step_begin, step_end, first)
-    return Executions(of_op, first, last, step, deferred)
+    return Executions(of_op, first, last, step, deferred, device)
 
 
 def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndarray):
-    """Wall time (ps) of each step and how many executions it holds.
+    """Device time (ps) of each step, summed over its devices, and how many executions
+    it holds.
 
-    A step claimed by span runs from the earlier of its start and its first op to the
-    later of its end and its last op (as GPU steps do); a PyTorch/XLA step's time is the
-    span of its executions, the time its graph was running (its host span is tracing).
+    On each device that ran in it, a step claimed by span runs from the earlier of its
+    start and its first op to the later of its end and its last op (as GPU steps do); a
+    PyTorch/XLA step's time is the span of its executions, the time its graph was running
+    (its host span is tracing). A step without executions counts its span once.
     """
     count = len(step_begin)
     claimed = ~executions.unclaimed
     step = executions.step[claimed]
     held = np.bincount(step, minlength=count)
-    first = np.full(count, np.iinfo(np.int64).max)
-    last = np.full(count, np.iinfo(np.int64).min)
-    np.minimum.at(first, step, executions.first_ps[claimed])
-    np.maximum.at(last, step, executions.last_ps[claimed])
+    device = executions.device
+    devices = int(device.max()) + 1 if device is not None and len(device) else 1
+    on = device[claimed] if device is not None else np.zeros(len(step), np.int64)
+    cell = step * devices + on
+    first = np.full(count * devices, np.iinfo(np.int64).max)
+    last = np.full(count * devices, np.iinfo(np.int64).min)
+    np.minimum.at(first, cell, executions.first_ps[claimed])
+    np.maximum.at(last, cell, executions.last_ps[claimed])
+    ran = last >= first
+    starts, ends = np.repeat(step_begin, devices), np.repeat(step_end, devices)
     if executions.deferred:
-        begin = np.where(held > 0, first, step_begin)
-        end = np.where(held > 0, last, step_end)
+        begin, end = first, last
     else:
-        begin = np.minimum(first, step_begin)
-        end = np.maximum(last, step_end)
-    return end - begin, held
+        begin, end = np.minimum(first, starts), np.maximum(last, ends)
+    time = np.where(ran, end - begin, 0).reshape(count, devices).sum(axis=1)
+    return np.where(held > 0, time, step_end - step_begin), held

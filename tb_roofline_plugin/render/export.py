@@ -156,7 +156,8 @@ def op_details(
     """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
 
     ``dtype_peak_gflops`` is the ceiling of the op's own input dtype when known (else the
-    single peak); wasted time is time x (1 - roofline efficiency), never negative, and its
+    single peak); wasted time is self time x (1 - roofline efficiency), never negative (self
+    time: a loop's body is wasted in the body's rows, never again in the loop's), and its
     fraction is of the selection's device time. Ties keep record order (a stable sort).
     """
     columns = _op_detail_columns(as_model(database), stats, selection)
@@ -288,7 +289,7 @@ def _op_detail_columns(
     efficiency = ops["roofline_efficiency"]
     # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
     capped = np.where(1.0 < efficiency, 1.0, efficiency)
-    wasted = ops["total_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
+    wasted = ops["total_self_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
     wasted[no_ceiling] = 0.0  # with no compute ceiling, what could be gained is unknown
     wasted_rank = np.empty(len(ops), np.int64)
     wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)

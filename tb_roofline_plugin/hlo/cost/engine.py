@@ -39,6 +39,7 @@ import math
 from collections.abc import Callable
 
 from ...protos import hlo_pb2
+from .control_flow import ControlFlowCosts
 from .costs import CostSum, InstructionCost
 from .fusions import FusionCosts
 from .generic import (
@@ -72,7 +73,7 @@ __all__ = [
 _EMPTY_INSTRUCTION = hlo_pb2.HloInstructionProto()
 
 
-class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
+class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts, ControlFlowCosts):
     """Costs, categories and source info of the instructions of one HloModuleProto.
 
     Instructions are looked up by name (names are unique within a module). Costs are
@@ -103,6 +104,7 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts):
         self._computation_costs: dict[int, CostSum] = {}
         self._public: dict[int, InstructionCost] = {}
         self._in_progress: set[int] = set()
+        self._works: dict[int, CostSum] = {}
 
     # -- lookup --
 

@@ -1,0 +1,224 @@
+"""Several devices on one host, and control flow (while, call) counted once.
+
+Oracles come from the raw XSpace (device ordinals, op flights), from jaxlib's own
+HloCostAnalysis of the HLO in the profile with the loops' ``known_trip_count``, from the
+recording's MANIFEST figure, or by hand for a freshly recorded JAX program.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tb_roofline_plugin.platforms.analysis import analyze_file
+from tb_roofline_plugin.protos import hlo_pb2, roofline_model_pb2, xplane_pb2
+from tb_roofline_plugin.roofline.model import build_database
+
+ALL, PER_STEP = roofline_model_pb2.ALL, roofline_model_pb2.PER_STEP
+LSTM_STEP_FLOPS = 2_453_793_014  # MANIFEST: XLA's cost of one step with trip counts 24, 24, 3
+
+
+def _path(shared_data: Path, folder: str) -> Path:
+    (path,) = (shared_data / folder).glob("plugins/profile/*/*.xplane.pb")
+    return path
+
+
+def _records(path: Path):
+    database = build_database(analyze_file(path))
+    records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
+    ops = [r for r in records if r.record_type == ALL and r.rank > 0 and r.hlo_name != "IDLE"]
+    (program,) = [r for r in records if r.record_type == ALL and r.rank == 0]
+    steps = [r for r in records if r.record_type == PER_STEP and r.rank == 0]
+    return program, ops, steps
+
+
+def _raw_ops(path: Path):
+    """(device ordinal, begin, end of flight) of every op event, from the raw XSpace."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    ops, ends = [], {}
+    for line in plane.lines:
+        base = line.timestamp_ns * 1000
+        for event in line.events:
+            stats = {names.get(s.metadata_id): s for s in event.stats}
+            begin = base + event.offset_ps
+            end = begin + event.duration_ps
+            if plane.event_metadata[event.metadata_id].name.startswith("end: ") and "_c" in stats:
+                flow = stats["_c"].uint64_value or stats["_c"].int64_value
+                ends[flow] = max(ends.get(flow, end), end)
+            if "hlo_op" in stats and "program_id" in stats:
+                flow = (
+                    stats["_p"].uint64_value or stats["_p"].int64_value if "_p" in stats else None
+                )
+                device = stats["device_ordinal"].int64_value if "device_ordinal" in stats else 0
+                ops.append((device, begin, end, flow))
+    return [(d, b, max(e, ends.get(f, e))) for d, b, e, f in ops]
+
+
+# --- several devices on one host ------------------------------------------------------------
+
+
+def test_sharded_host_counts_four_devices_and_shares_of_their_summed_time(shared_data):
+    path = _path(shared_data, "new-producers/jax_sharded4_jit")
+    raw = _raw_ops(path)
+    first, last = defaultdict(lambda: 2**63), defaultdict(lambda: -(2**63))
+    for device, begin, end in raw:
+        first[device] = min(first[device], begin)
+        last[device] = max(last[device], end)
+    assert sorted(first) == [0, 1, 2, 3]
+    summed_us = sum(last[d] - first[d] for d in first) / 1e6
+    stats = analyze_file(path)
+    assert stats.run_env.device_core_count == 4
+    assert stats.run_env.active_core_count == 4
+    program, ops, steps = _records(path)
+    assert program.total_time_in_us == pytest.approx(summed_us, rel=1e-9)
+    assert max(r.total_time_in_percentage for r in ops) <= 1.0
+    assert max(r.total_self_time_as_fraction for r in ops) <= 1.0
+    # Every step ran once on each device: four device spans, each at least a fifth of
+    # the whole profile's per-device time.
+    assert len(steps) == 5
+    for step in steps:
+        assert step.total_time_in_us >= summed_us / 4 / 5 * 0.9
+
+
+def test_summary_says_four_cores(shared_data):
+    from tb_roofline_plugin.render.summary import summary_text
+
+    path = _path(shared_data, "new-producers/jax_sharded4_jit")
+    text = summary_text(analyze_file(path), [str(path)])
+    assert "4 cores" in text.splitlines()[1]
+
+
+# --- control flow: loops -------------------------------------------------------------------
+
+
+def _module(path: Path, name: str) -> hlo_pb2.HloModuleProto:
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:metadata"]
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    for meta in plane.event_metadata.values():
+        for stat in meta.stats:
+            if names[stat.metadata_id] == "Hlo Proto":
+                module = hlo_pb2.HloProto.FromString(stat.bytes_value).hlo_module
+                if module.name == name:
+                    return module
+    raise AssertionError(name)
+
+
+def _trip_counts(module: hlo_pb2.HloModuleProto) -> dict[str, int]:
+    return {
+        i.name: int(json.loads(i.backend_config)["known_trip_count"]["n"])
+        for c in module.computations
+        for i in c.instructions
+        if i.opcode == "while"
+    }
+
+
+def test_lstm_step_flops_are_xlas_cost_with_trip_counts(shared_data):
+    path = _path(shared_data, "new-producers/jax_scan_lstm")
+    program, ops, steps = _records(path)
+    assert len(steps) == 4
+    for step in steps:
+        assert step.flops == pytest.approx(LSTM_STEP_FLOPS, rel=1e-6), step.step_num
+    # Each piece once: the Program is the rows but the loops, never loops and bodies.
+    rows = sum(r.flops for r in ops if r.hlo_category != "while")
+    assert program.flops == pytest.approx(rows, rel=1e-9)
+
+
+def test_lstm_while_rows_carry_every_iteration(shared_data):
+    """The three top-level loops (trip counts 24, 24, 3): a row's FLOPs is trips x one
+    iteration, so Σ (trips - 1) x one iteration = XLA's trip-weighted step cost minus its
+    one-iteration module cost (jaxlib's own HloCostAnalysis of the module)."""
+    jax = pytest.importorskip("jax")
+    try:
+        from jax._src.lib import _jax
+        from jaxlib import _hlo
+    except ImportError as exc:
+        pytest.skip(f"jaxlib's module cost analysis is not importable here: {exc}")
+    path = _path(shared_data, "new-producers/jax_scan_lstm")
+    module = _module(path, "jit_lstm_train_step")
+    trips = _trip_counts(module)
+    assert sorted(trips.values()) == [3, 24, 24]
+    hlo = _hlo.HloModule.from_serialized_hlo_module_proto(module.SerializeToString())
+    once = _jax.hlo_module_cost_analysis(jax.devices("cpu")[0].client, hlo)["flops"]
+    _, ops, steps = _records(path)
+    loops = {r.hlo_name: r for r in ops if r.hlo_category == "while"}
+    assert sorted(loops) == sorted(trips)
+    extra = sum(r.flops / r.occurrences * (trips[n] - 1) / trips[n] for n, r in loops.items())
+    assert extra == pytest.approx(LSTM_STEP_FLOPS - once, rel=1e-6)
+    # The loop's rate is its body's: no loop runs at a small fraction of its ops' rate.
+    body_rate = sum(r.flops for r in ops if r.hlo_category != "while") / sum(
+        r.total_self_time_in_us for r in ops if r.hlo_category != "while"
+    )
+    for row in loops.values():
+        assert row.measured_flop_rate > body_rate / 1000 / 10  # GFLOP/s vs FLOP/us
+        assert row.total_self_time_in_us < 0.2 * row.total_time_in_us
+    top = sorted(ops, key=lambda r: r.rank)[:3]
+    assert all(r.hlo_category != "while" for r in top)
+
+
+def test_ptxla_call_and_its_only_child_rank_once(shared_data):
+    path = _path(shared_data, "ptxla-cpu/mlp_server")
+    _, ops, _ = _records(path)
+    by_name = {r.hlo_name: r for r in ops}
+    call, child = by_name["call.2"], by_name["multiply_add_fusion.3.clone"]
+    assert call.total_time_in_us >= child.total_time_in_us
+    assert call.total_self_time_in_us < 0.01 * call.total_time_in_us
+    assert child.rank < call.rank
+    calls = [r for r in ops if r.hlo_category == "call"]
+    assert all(r.rank > 10 for r in calls)
+
+
+def test_wasted_time_is_of_self_time(shared_data):
+    from tb_roofline_plugin.ops.selection import select
+    from tb_roofline_plugin.render.export import op_details
+
+    path = _path(shared_data, "new-producers/jax_scan_lstm")
+    stats = analyze_file(path)
+    database = build_database(stats)
+    details = op_details(database, stats, select(stats, "total"))
+    wasted = {d["hlo_name"]: d["wasted_time_us"] for d in details}
+    _, ops, _ = _records(path)
+    for row in ops:
+        if row.hlo_name in wasted:  # no peaks: efficiency 0, wasted = self time
+            assert wasted[row.hlo_name] == pytest.approx(row.total_self_time_in_us, rel=1e-9)
+
+
+# --- a freshly recorded nested loop --------------------------------------------------------
+
+
+N = 128
+OUTER, INNER = 3, 4
+
+
+def test_nested_while_counts_each_matmul_once(tmp_path):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    def nested(x, w):
+        def inner(_, y):
+            return jnp.tanh(y @ w)
+
+        return jax.lax.fori_loop(0, OUTER, lambda _, y: jax.lax.fori_loop(0, INNER, inner, y), x)
+
+    args = (jnp.ones((N, N)), jnp.ones((N, N)) / N)
+    jitted = jax.jit(nested)
+    jax.block_until_ready(jitted(*args))
+    with jax.profiler.trace(str(tmp_path)):
+        for step in range(2):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                jax.block_until_ready(jitted(*args))
+    (path,) = tmp_path.glob("plugins/profile/*/*.xplane.pb")
+    program, ops, steps = _records(path)
+    matmuls = 2 * N**3 * OUTER * INNER  # per step; the loop counters add a few FLOPs
+    for step in steps:
+        assert step.flops == pytest.approx(matmuls, rel=1e-3)
+    loops = [r for r in ops if r.hlo_category == "while"]
+    if not loops:
+        pytest.skip("this XLA unrolled the loops")
+    for row in loops:  # the outer loop once a step, the inner one 3 times: 12 matmuls a step
+        assert row.flops == pytest.approx(matmuls * len(steps), rel=1e-3), row.hlo_name
