@@ -74,15 +74,20 @@ class HostEvents:
     device_ordinals: list[int] = field(default_factory=lambda: [0])
     op_event_end: np.ndarray = field(default_factory=lambda: _NO_I64)  # without its end event
 
-    def device_spans(self) -> np.ndarray:
-        """Last end - first start of each device's op events (ps)."""
+    def device_spans(self, window: tuple[int, int] | None = None) -> np.ndarray:
+        """Last end - first start of each device's op events (ps); ``window`` (the steps'
+        first start and last end) widens each device's span that ran, as a step on it is
+        widened to its host span, so the Total holds the steps."""
         count = len(self.device_ordinals)
         device = self.op_device if len(self.op_device) else np.zeros(len(self.op), np.int64)
         first = np.full(count, np.iinfo(np.int64).max)
         last = np.full(count, np.iinfo(np.int64).min)
         np.minimum.at(first, device, self.op_begin)
         np.maximum.at(last, device, self.op_end)
-        return np.where(last >= first, last - first, 0)
+        ran = last >= first
+        if window is not None:
+            first, last = np.minimum(first, window[0]), np.maximum(last, window[1])
+        return np.where(ran, last - first, 0)
 
 
 def _metadata_ids(plane, wanted) -> np.ndarray:
@@ -377,7 +382,14 @@ def cpu_op_stats(
     count = len(events.op) if events is not None else 0
     devices = len(events.device_ordinals) if events is not None else 1
     if events is not None and count:
-        span = int(events.device_spans().sum())  # device time, summed over the devices
+        # Device time, summed over the devices; steps claimed by span widen it (a PyTorch/XLA
+        # step's host span is tracing: its time is its executions').
+        marks = events.marks
+        deferred = len(marks.schedule_begin) and len(marks.execute_begin)
+        window = None
+        if events.steps and not deferred:
+            window = (min(b for _, b, _ in events.steps), max(e for _, _, e in events.steps))
+        span = int(events.device_spans(window).sum())
         whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
         all_db = whole.db(0)
     else:  # no XLA ops: the profile's time is that of its steps, if it has any

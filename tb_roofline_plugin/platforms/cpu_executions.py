@@ -171,5 +171,17 @@ def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndar
         begin, end = first, last
     else:
         begin, end = np.minimum(first, starts), np.maximum(last, ends)
+        # A step whose last op ran into the next step's span hands that time on: on each
+        # device the next step starts where it ended, so steps never overlap and the Total
+        # (the devices' spans) holds them all.
+        order = np.argsort(step_begin, kind="stable")
+        ended = np.where(ran, end, np.iinfo(np.int64).min).reshape(count, devices)[order]
+        before = np.maximum.accumulate(ended, axis=0)
+        previous = np.full_like(before, np.iinfo(np.int64).min)
+        previous[1:] = before[:-1]
+        later = np.empty_like(previous)
+        later[order] = previous
+        begin = np.maximum(begin, later.ravel())
+        end = np.maximum(end, begin)
     time = np.where(ran, end - begin, 0).reshape(count, devices).sum(axis=1)
     return np.where(held > 0, time, step_end - step_begin), held
