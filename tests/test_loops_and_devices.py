@@ -35,6 +35,21 @@ def _records(path: Path):
     return program, ops, steps
 
 
+def _raw_step_window(path: Path) -> tuple[int, int]:
+    """First start and last end (ps) of the host's step markers (events with step_num)."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    spans = []
+    for line in plane.lines:
+        base = line.timestamp_ns * 1000
+        for event in line.events:
+            if any(names.get(s.metadata_id) == "step_num" for s in event.stats):
+                begin = base + event.offset_ps
+                spans.append((begin, begin + event.duration_ps))
+    return min(b for b, _ in spans), max(e for _, e in spans)
+
+
 def _raw_ops(path: Path):
     """(device ordinal, begin, end of flight) of every op event, from the raw XSpace."""
     space = xplane_pb2.XSpace.FromString(path.read_bytes())
@@ -70,7 +85,9 @@ def test_sharded_host_counts_four_devices_and_shares_of_their_summed_time(shared
         first[device] = min(first[device], begin)
         last[device] = max(last[device], end)
     assert sorted(first) == [0, 1, 2, 3]
-    summed_us = sum(last[d] - first[d] for d in first) / 1e6
+    # Each device's span, widened to the steps' window (steps are widened to their host span).
+    begin, end = _raw_step_window(path)
+    summed_us = sum(max(last[d], end) - min(first[d], begin) for d in first) / 1e6
     stats = analyze_file(path)
     assert stats.run_env.device_core_count == 4
     assert stats.run_env.active_core_count == 4
