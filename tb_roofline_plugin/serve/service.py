@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
+from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
@@ -253,8 +254,12 @@ class RooflineService:
     def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
         try:
             size, mtime = fs.stat(host.path)
+            mode = fs.mode(host.path)
         except OSError as exc:
             raise ProfileError(host.path, f"cannot be read ({exc.strerror or exc})") from None
+        problem = None if mode is None else not_regular(mode)
+        if problem:  # a FIFO would block the request, /dev/zero (0 bytes) read forever
+            raise ProfileError(host.path, problem)
         if size > self.max_file_bytes:
             raise TooLarge(
                 f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
@@ -270,9 +275,11 @@ class RooflineService:
                 stats = stats_store.load(self.cache_dir, store_key)
             if stats is None:
                 try:
-                    stats = convert_file(host.path, self.peaks_spec)
+                    stats = convert_file(host.path, self.peaks_spec, self.max_file_bytes)
                 except UnreadableProfile as exc:
                     raise DoNotCache(exc) from None
+                except FileTooLarge as exc:  # a gzip's unpacked text, or a file that grew
+                    raise TooLarge(f"{exc} (--roofline_max_file_mb)") from None
                 except ProfileError as exc:
                     if self._changed(fs, host.path, size, mtime):
                         raise DoNotCache(
@@ -306,8 +313,11 @@ class RooflineService:
         for host in files:
             try:
                 host_size, mtime = fs.stat(host.path)
+                mode = fs.mode(host.path)
             except OSError:
                 continue
+            if mode is not None and not_regular(mode):
+                continue  # refused on its own path, never opened
             key = ("host", host.path, host_size, mtime)
             if host_size <= self.max_file_bytes and key not in self.cache:
                 missing.append((host, key))
@@ -332,7 +342,8 @@ class RooflineService:
 
         def submit(i: int) -> Future | None:
             try:
-                return pool.submit(convert_or_none, missing[i][0].path, self.peaks_spec)
+                path = missing[i][0].path
+                return pool.submit(convert_or_none, path, self.peaks_spec, self.max_file_bytes)
             except BrokenProcessPool:  # a worker died: a new pool next time, this one here
                 with self._lock:
                     if self._pool is pool:

@@ -21,6 +21,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
+from ..files import DEFAULT_MAX_BYTES, read_regular
 from ..protos import xplane_lite_pb2, xplane_pb2
 from .discovery import SNIFF_BYTES, TRACE_NAME, looks_like_trace
 from .event_table import line_tables, split_message
@@ -308,18 +309,13 @@ def _foreign(buf: memoryview) -> str:
     return ""
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of a local profile file; ProfileError naming it when it cannot be read."""
+def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a local regular profile file of at most ``max_bytes``; ProfileError
+    naming it when it cannot be read, is no regular file or is larger."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            return f.read()
-    except IsADirectoryError:
-        raise ProfileError(name, "is a directory, expected an .xplane.pb file") from None
-    except FileNotFoundError:
-        raise ProfileError(name, "no such file") from None
-    except OSError as exc:
-        raise ProfileError(name, f"cannot be read ({exc.strerror or exc})") from None
+    if os.path.isdir(name):
+        raise ProfileError(name, "is a directory, expected an .xplane.pb file")
+    return read_regular(name, max_bytes)
 
 
 def read_profile(
