@@ -111,12 +111,20 @@ def read_regular(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) ->
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 raise FileTooLarge(name, f"{_mb(size)} is larger than {limit_text(max_bytes)}")
-            data = handle.read(max_bytes + 1)
+            data = handle.read(size)  # a buffer of what the file holds, not of the limit
+            more = [data]
+            total = len(data)
+            while total <= max_bytes:  # it may have grown since the fstat
+                chunk = handle.read(min(_CHUNK_BYTES, max_bytes + 1 - total))
+                if not chunk:
+                    break
+                more.append(chunk)
+                total += len(chunk)
         except OSError as exc:
             raise UnreadableProfile(name, f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > max_bytes:  # grew since the fstat
+    if total > max_bytes:
         raise FileTooLarge(name, f"more than {_mb(max_bytes)}, past {limit_text(max_bytes)}")
-    return data
+    return data if len(more) == 1 else b"".join(more)
 
 
 def head_regular(path: str | os.PathLike, count: int) -> bytes:
