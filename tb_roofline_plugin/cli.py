@@ -56,6 +56,9 @@ def _export_to_cache(args: argparse.Namespace) -> int:
     if not paths:
         paths = profile_files(args.path, args.host)
     _peaks(args)  # a bad --peaks fails here, not in every task
+    from .serve.stats_store import remove_temporaries
+
+    remove_temporaries(args.cache_dir)  # left by an export killed mid-write
     if args.dask:
         results = _run_on_dask(args.dask, paths, args.cache_dir, args.peaks)
     else:

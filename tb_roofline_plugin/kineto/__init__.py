@@ -16,6 +16,7 @@ import os
 from dataclasses import replace
 
 from ..errors import ProfileError
+from ..files import DEFAULT_MAX_BYTES
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
@@ -64,11 +65,15 @@ def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None)
 
 
 def analyze_trace(
-    path: str | os.PathLike, peaks: PerfEnv | None = None, data: bytes | None = None
+    path: str | os.PathLike,
+    peaks: PerfEnv | None = None,
+    data: bytes | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> OpStats:
-    """OpStats of one Kineto trace file (``data``: its bytes, when read by the caller);
-    anything malformed is a one-line ProfileError naming the file."""
-    events = read_trace(path, data)
+    """OpStats of one Kineto trace file (``data``: its bytes, when read by the caller; the
+    file and its unpacked text at most ``max_bytes``); anything malformed is a one-line
+    ProfileError naming the file."""
+    events = read_trace(path, data, max_bytes)
     try:
         return analyze_events(events, host_name(path), peaks)
     except (ValueError, OverflowError, ArithmeticError, TypeError, IndexError) as exc:

@@ -21,19 +21,18 @@ after reading, memory holds arrays and the recorded shapes and types of
 from __future__ import annotations
 
 import gc
-import gzip
 import json
 import math
 import os
 import re
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import ProfileError, UnreadableProfile
+from ..errors import ProfileError
+from ..files import DEFAULT_MAX_BYTES, GZIP_MAGIC, gunzip, read_regular
 
 _orjson: Any
 try:  # optional: faster, and no intermediate str for bytes input
@@ -119,31 +118,26 @@ class TraceEvents:
         return np.isin(self.category, codes)
 
 
-def _file_text(path: str, data: bytes | None = None) -> bytes:
+def _file_text(path: str, data: bytes | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The trace's JSON text: ``data`` (the file's bytes, read by the caller) or the local
-    file's, gunzipped when gzip."""
+    regular file's, gunzipped when gzip; at most ``max_bytes`` read and unpacked."""
     if data is None:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as error:
-            raise UnreadableProfile(path, f"cannot read ({error.strerror or error})") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as error:
-            raise ProfileError(path, f"truncated or corrupt gzip ({error})") from None
+        data = read_regular(path, max_bytes)
+    if data[:2] == GZIP_MAGIC:
+        data = gunzip(data, path, max_bytes)
     if not data.strip():
         raise ProfileError(path, "empty file, not a PyTorch profiler trace")
     return data
 
 
-def load_document(path: str | os.PathLike, data: bytes | None = None) -> tuple[dict, Iterable]:
+def load_document(
+    path: str | os.PathLike, data: bytes | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[dict, Iterable]:
     """The trace's top-level keys but ``traceEvents``, and its events (an iterator that
     parses them one by one without orjson); a one-line ProfileError for anything else.
     ``data``: the file's bytes when the caller read them (remote logdirs)."""
     where = os.fspath(path)
-    data = _file_text(where, data)
+    data = _file_text(where, data, max_bytes)
     try:
         if _orjson is not None and len(data) <= ORJSON_MAX_BYTES:
             document = _orjson.loads(data)
@@ -256,16 +250,18 @@ def _number(value: Any) -> float:
     return 0.0
 
 
-def read_trace(path: str | os.PathLike, data: bytes | None = None) -> TraceEvents:
+def read_trace(
+    path: str | os.PathLike, data: bytes | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> TraceEvents:
     """The trace's complete events as columns (see ``TraceEvents``); ``data``: the file's
-    bytes when the caller read them."""
+    bytes when the caller read them; ``max_bytes`` bounds the file and its unpacked text."""
     where = os.fspath(path)
     # Millions of small containers (event dicts, shape lists) are made and mostly dropped
     # here, none in a cycle: the cyclic collector's passes over them would only cost time.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        document, events = load_document(where, data)
+        document, events = load_document(where, data, max_bytes)
         return _columns(events, document, where)
     except UnicodeDecodeError:
         raise ProfileError(where, "not UTF-8 text, not a PyTorch profiler trace") from None

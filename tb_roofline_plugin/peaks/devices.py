@@ -49,6 +49,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import ProfileError
+from ..files import read_regular
 from .perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -202,11 +204,11 @@ def _problem(p: DevicePeaks) -> str:
         return f"unknown dtype key(s) {', '.join(map(repr, unknown))} (known: {', '.join(DTYPES)})"
     for key, value in p.dtype_tflops.items():
         if not _is_nonneg(value):
-            return f"dtype_tflops[{key!r}] must be a number >= 0, got {value!r}"
+            return f"dtype_tflops[{key!r}] must be a finite number >= 0, got {_shown(value)}"
     for name in ("hbm_gbps", "shared_memory_gbps", "vmem_read_gbps", "vmem_write_gbps"):
         value = getattr(p, name)
         if not _is_nonneg(value):
-            return f"{name} must be a number >= 0, got {value!r}"
+            return f"{name} must be a finite number >= 0, got {_shown(value)}"
     if p.memory != "" and p.memory not in MEMORY_KINDS:
         return f"memory must be one of {', '.join(MEMORY_KINDS)}, got {p.memory!r}"
     if isinstance(p.cores_per_chip, bool) or not isinstance(p.cores_per_chip, int):
@@ -217,12 +219,18 @@ def _problem(p: DevicePeaks) -> str:
 
 
 def _is_nonneg(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer beyond float range (400 digits)
+        return False
+
+
+def _shown(value: object) -> str:
+    """A value for a one-line message: its repr, a huge number's cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 _REQUIRED = ("name", "dtype_tflops", "hbm_gbps")
@@ -334,27 +342,30 @@ def load_peaks(spec: str) -> DevicePeaks:
     return _load_file(spec)
 
 
+PEAKS_MAX_BYTES = 1_000_000  # a peak file is a few hundred bytes
+
+
 def _load_file(path: str) -> DevicePeaks:
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a JSON peak file")
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a directory, not a JSON peak file") from None
+        text = read_regular(path, PEAKS_MAX_BYTES).decode("utf-8")
+    except ProfileError as error:  # missing, not a regular file (a FIFO, /dev/zero), too big
+        raise ValueError(f"{path}: {error.problem}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read ({error.strerror or error})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         raise ValueError(f"{path}: not valid JSON ({error.msg} at {where})") from None
+    except (ValueError, RecursionError) as error:  # a 5,000-digit number; deep nesting
+        detail = str(error).splitlines()[0][:80] if str(error) else "nested too deeply"
+        raise ValueError(f"{path}: not valid JSON ({detail})") from None
     try:
         return DevicePeaks.from_json(data, default_source=f"user file {path}")
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
+    except (ValueError, OverflowError, TypeError) as error:
+        raise ValueError(f"{path}: {str(error).splitlines()[0][:200]}") from None
 
 
 def load_perf_env(spec: str) -> PerfEnv:

@@ -267,7 +267,9 @@ class WorkerPool:
         context = multiprocessing.get_context(self.start_method)
         if self.start_method == "forkserver":
             context.set_forkserver_preload(self.preload)  # workers forked with these loaded
-        self._pool = ProcessPoolExecutor(self.processes, mp_context=context)
+        self._pool = ProcessPoolExecutor(
+            self.processes, mp_context=context, initializer=watch_server, initargs=(os.getpid(),)
+        )
         if self.start_method == "fork":  # in milliseconds, and only while no other thread runs
             self._start()
         else:
@@ -293,6 +295,41 @@ class WorkerPool:
             return
         self._up.wait()  # not while it starts
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def watch_server(server_pid: int) -> None:
+    """A worker's initializer: end this worker when the process that made the pool ends,
+    however it ends (``kill -9`` included). A fork server's workers are its children, not
+    the server's, so the parent-death signal would not do; and a worker left behind keeps
+    the fork server and the resource tracker alive too (they hold its pipes)."""
+    threading.Thread(target=_exit_with, args=(server_pid,), daemon=True).start()
+
+
+def _exit_with(pid: int) -> None:
+    import select
+    import time
+
+    try:
+        handle = os.pidfd_open(pid)  # Linux 5.3+: readable once the process has ended
+    except ProcessLookupError:
+        os._exit(0)
+    except (AttributeError, OSError):  # elsewhere: look once a second
+        while process_alive(pid):
+            time.sleep(1.0)
+    else:
+        select.select([handle], [], [])
+    os._exit(0)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this machine with this id runs (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process of that number: assume ours is alive
+        return True
+    return True
 
 
 def default_start_method() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ProfileError, UnreadableProfile
+from ..files import DEFAULT_MAX_BYTES
 from ..ops.op_stats import OpStats
 from ..platforms.analysis import analyze_decoded
 from ..xspace.discovery import SNIFF_BYTES, filesystem, is_trace_file
@@ -12,9 +13,12 @@ from ..xspace.profile_reader import decode_profile
 from . import stats_store
 
 
-def convert_file(path: str, peaks: str | None = None) -> OpStats:
+def convert_file(
+    path: str, peaks: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> OpStats:
     """OpStats of one host's file, ``<host>.xplane.pb`` or a PyTorch trace (local or
-    remote); ProfileError for bad input."""
+    remote), the file and a trace's unpacked text at most ``max_bytes``; ProfileError for
+    bad input (a FIFO or a device is refused unopened)."""
     fs = filesystem(path)
     perf_env = None
     if peaks:
@@ -22,24 +26,26 @@ def convert_file(path: str, peaks: str | None = None) -> OpStats:
 
         perf_env = load_perf_env(peaks)
     try:
-        data = fs.read(path)
+        data = fs.read(path, max_bytes)
     except OSError as exc:
         raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
     if is_trace_file(path, data[:SNIFF_BYTES]):
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
-        return analyze_trace(path, perf_env, data)
+        return analyze_trace(path, perf_env, data, max_bytes)
     profile = decode_profile(data, path)  # the bytes live in the profile only
     del data
     profile.release_lines = True
     return analyze_decoded(profile, path, perf_env)
 
 
-def convert_or_none(path: str, peaks: str | None = None) -> OpStats | None:
+def convert_or_none(
+    path: str, peaks: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> OpStats | None:
     """``convert_file`` in a worker process: None for any failure, whose error the parent
     makes again (exceptions need not survive pickling)."""
     try:
-        return convert_file(path, peaks)
+        return convert_file(path, peaks, max_bytes)
     except Exception:
         return None
 

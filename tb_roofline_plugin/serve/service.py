@@ -8,6 +8,7 @@ mtime) in a bounded single-flight LRU; nothing is written anywhere.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -17,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
+from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
 from ..ops.selection import TOTAL, BadStep, parse_step, select
@@ -87,7 +89,6 @@ class Result:
         self.sources = sources
         self._model = model
         self._lock = threading.Lock()
-        self._rendered: dict[str, str] = {}
 
     @property
     def model(self) -> RooflineModel:
@@ -101,19 +102,16 @@ class Result:
         """The whole profile's database message (built on every call: the API's form)."""
         return self.model.database()
 
-    def rendered(self, fmt: str, step: str | int = TOTAL) -> str:
-        """The response text of a format (and, for json, a step), rendered once."""
-        key = f"{fmt}:{step}"
-        if key not in self._rendered:
-            if fmt == "datatable":
-                self._rendered[key] = datatable_text(self.model)
-            elif fmt == "csv":
-                self._rendered[key] = csv_text(self.model)
-            else:
-                selection = select(self.stats, step)
-                model = self.model if step == TOTAL else selection_model(self.stats, selection)
-                self._rendered[key] = complete_json_text(model, self.stats, self.sources, selection)
-        return self._rendered[key]
+    def render(self, fmt: str, step: str | int = TOTAL) -> str:
+        """The response text of a format (and, for json, a step); the service keeps it in
+        its payload cache, within --roofline_cache_mb, never here."""
+        if fmt == "datatable":
+            return datatable_text(self.model)
+        if fmt == "csv":
+            return csv_text(self.model)
+        selection = select(self.stats, step)
+        model = self.model if step == TOTAL else selection_model(self.stats, selection)
+        return complete_json_text(model, self.stats, self.sources, selection)
 
     def size_bytes(self) -> int:
         all_db = self.stats.all_db
@@ -145,6 +143,10 @@ def _checked(name: str, value: str) -> str:
     if any(ord(c) < 32 for c in value):
         raise BadRequest(f"query parameter {name!r} contains control characters")
     return value
+
+
+def _text_bytes(text: str) -> int:
+    return sys.getsizeof(text)
 
 
 def _constant(result: Result) -> Callable[[], Result]:
@@ -183,7 +185,12 @@ class RooflineService:
         self._pool: WorkerPool | None = None  # worker processes, started on first use
         self._prefetching = threading.Lock()  # one parallel conversion batch at a time
         self.max_file_bytes = int(max_file_mb * 1e6)
-        self.cache: SingleFlightCache[Result] = SingleFlightCache(int(cache_mb * 1e6))
+        # --roofline_cache_mb bounds both: converted profiles, and the response texts made
+        # of them (a step's payload each), which have a share of their own so that walking
+        # a profile's steps never evicts the profile itself.
+        cache_bytes = int(cache_mb * 1e6)
+        self.cache: SingleFlightCache[Result] = SingleFlightCache(cache_bytes - cache_bytes // 4)
+        self.payloads: SingleFlightCache[str] = SingleFlightCache(cache_bytes // 4)
         self._discover = discover or self._scan
         # Folders of JSON traces under names discovery does not read -> their names; each
         # folder is told about once, in a server-log WARNING (skipped_note).
@@ -253,8 +260,12 @@ class RooflineService:
     def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
         try:
             size, mtime = fs.stat(host.path)
+            mode = fs.mode(host.path)
         except OSError as exc:
             raise ProfileError(host.path, f"cannot be read ({exc.strerror or exc})") from None
+        problem = None if mode is None else not_regular(mode)
+        if problem:  # a FIFO would block the request, /dev/zero (0 bytes) read forever
+            raise ProfileError(host.path, problem)
         if size > self.max_file_bytes:
             raise TooLarge(
                 f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
@@ -270,9 +281,11 @@ class RooflineService:
                 stats = stats_store.load(self.cache_dir, store_key)
             if stats is None:
                 try:
-                    stats = convert_file(host.path, self.peaks_spec)
+                    stats = convert_file(host.path, self.peaks_spec, self.max_file_bytes)
                 except UnreadableProfile as exc:
                     raise DoNotCache(exc) from None
+                except FileTooLarge as exc:  # a gzip's unpacked text, or a file that grew
+                    raise TooLarge(f"{exc} (--roofline_max_file_mb)") from None
                 except ProfileError as exc:
                     if self._changed(fs, host.path, size, mtime):
                         raise DoNotCache(
@@ -306,8 +319,11 @@ class RooflineService:
         for host in files:
             try:
                 host_size, mtime = fs.stat(host.path)
+                mode = fs.mode(host.path)
             except OSError:
                 continue
+            if mode is not None and not_regular(mode):
+                continue  # refused on its own path, never opened
             key = ("host", host.path, host_size, mtime)
             if host_size <= self.max_file_bytes and key not in self.cache:
                 missing.append((host, key))
@@ -332,7 +348,8 @@ class RooflineService:
 
         def submit(i: int) -> Future | None:
             try:
-                return pool.submit(convert_or_none, missing[i][0].path, self.peaks_spec)
+                path = missing[i][0].path
+                return pool.submit(convert_or_none, path, self.peaks_spec, self.max_file_bytes)
             except BrokenProcessPool:  # a worker died: a new pool next time, this one here
                 with self._lock:
                     if self._pool is pool:
@@ -393,20 +410,33 @@ class RooflineService:
     def result(self, run: str | None, host: str | None, peaks: str | None = None) -> Result:
         """The converted selection: one host, or all hosts of the run combined; ``peaks``
         (see ``peaks_choice``) judges it by other peaks."""
+        return self._selected(run, host, peaks)[0]
+
+    def _selected(
+        self, run: str | None, host: str | None, peaks: str | None = None
+    ) -> tuple[Result, tuple]:
+        """``result`` and its cache key."""
         files = self._host_files(run, host)
         choice = self.peaks_choice(peaks)
         fs = discovery.filesystem(self.logdir)
         self._prefetch(fs, files)
         parts = [self._judged(self._host_result(fs, f), choice) for f in files]
         if len(parts) == 1:
-            return parts[0][0]
+            return parts[0]
         key = ("all", tuple(k for _, k in parts))
 
         def combine() -> Result:
             stats = combine_hosts([r.stats for r, _ in parts])
             return Result(stats, [f.path for f in files])
 
-        return self.cache.get(key, combine, Result.size_bytes)
+        return self.cache.get(key, combine, Result.size_bytes), key
+
+    def _payload(self, part: tuple[Result, tuple], fmt: str, step: str | int = TOTAL) -> str:
+        """A response text, rendered once while it fits the payload share of the cache."""
+        result, key = part
+        return self.payloads.get(
+            ("text", key, fmt, step), lambda: result.render(fmt, step), _text_bytes
+        )
 
     def peaks_options(self) -> dict:
         """What the tab offers: built-in devices, this machine's calibration, the server's."""
@@ -453,8 +483,7 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        result = self.result(run, host, peaks)
-        return result.rendered(fmt, chosen)
+        return self._payload(self._selected(run, host, peaks), fmt, chosen)
 
     @staticmethod
     def _step(step: str | None) -> str | int:
@@ -480,7 +509,7 @@ class RooflineService:
     ) -> tuple[str, str]:
         """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
         tag = self._check_tag(tag)
-        text = self.result(run, host, peaks).rendered("csv")
+        text = self._payload(self._selected(run, host, peaks), "csv")
         return text, csv_file_name(tag, run or "", host or "")
 
     @staticmethod

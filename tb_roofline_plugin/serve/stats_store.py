@@ -11,19 +11,26 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
+import re
+import socket
 import tempfile
+import time
 from dataclasses import asdict, fields
 from typing import Any
 
 import numpy as np
 
+from ..files import read_regular
 from ..ops.op_metrics import OpMetricsDb
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
 from ..peaks.perf_env import PerfEnv, RunEnvironment
+from ..platforms.analysis import process_alive
 
-FORMAT = "tb-roofline-stats/5"  # 5: op dtypes named fp32/bf16 (not f32), PerfEnv.listed_dtypes_only
+_LOG = logging.getLogger(__name__)
+FORMAT = "tb-roofline-stats/6"  # 6: CPU steps never overlap, Total holds them (issue 20)
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
@@ -56,7 +63,18 @@ def _db_from(prefix: str, data) -> OpMetricsDb:
         elif f.name == "total_time_ps":
             value = int(value)
         cols[f.name] = value
+    _same_lengths(prefix, [v for k, v in cols.items() if k != "total_time_ps"])
     return OpMetricsDb(**cols)
+
+
+def _same_lengths(what: str, arrays: list, length: int | None = None) -> None:
+    """ValueError unless every array has one entry per row (``length`` when given): a
+    damaged or hand-made cache file is refused, not served as wrong data."""
+    lengths = {np.shape(a)[0] if np.ndim(a) else -1 for a in arrays}
+    if length is not None:
+        lengths.add(length)
+    if len(lengths) > 1 or -1 in lengths:
+        raise ValueError(f"{what}: arrays of inconsistent lengths {sorted(lengths)}")
 
 
 def dumps(stats: OpStats) -> bytes:
@@ -115,6 +133,7 @@ def loads(data: bytes) -> OpStats:
                 op=npz["table.op"],
                 total_time_ps=npz["table.total"],
             )
+            _check_table(table, npz["table.index"], len(meta["steps"]))
             steps = [
                 StepInfo(int(num), bool(done), duration_ps=int(dur), table=table, index=int(i))
                 for i, (num, done, dur) in zip(npz["table.index"].tolist(), meta["steps"])
@@ -138,11 +157,29 @@ def loads(data: bytes) -> OpStats:
         )
 
 
+def _check_table(table: StepOps, index, steps: int) -> None:
+    """The step table's arrays agree: rows (values, op), ops (static), steps (offsets)."""
+    _same_lengths("table rows", [*table.values.values(), table.op])
+    if table.static:
+        _same_lengths("table ops", list(table.static.values()))
+    _same_lengths("table steps", [table.total_time_ps], len(table.offsets) - 1)
+    _same_lengths("steps", [index], steps)
+    offsets, rows = np.asarray(table.offsets), len(table.op)
+    ops = len(next(iter(table.static.values()))) if table.static else 0
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != rows or np.any(np.diff(offsets) < 0):
+        raise ValueError("table offsets do not cover the rows")
+    if rows and (table.op.min() < 0 or table.op.max() >= ops):
+        raise ValueError("table rows point past the ops")
+    if len(index) and (np.min(index) < 0 or np.max(index) >= len(table)):
+        raise ValueError("step index past the table")
+
+
 def save(cache_dir: str, key: str, stats: OpStats) -> str:
     """Writes ``<cache_dir>/<key>.npz`` atomically; returns its path."""
     os.makedirs(cache_dir, exist_ok=True)
     target = os.path.join(cache_dir, f"{key}.npz")
-    handle, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-", suffix=".npz")
+    prefix = f"{TEMP_PREFIX}{_host_tag()}-{os.getpid()}-"
+    handle, temporary = tempfile.mkstemp(dir=cache_dir, prefix=prefix, suffix=".npz")
     try:
         with os.fdopen(handle, "wb") as f:
             f.write(dumps(stats))
@@ -154,11 +191,49 @@ def save(cache_dir: str, key: str, stats: OpStats) -> str:
     return target
 
 
-def load(cache_dir: str, key: str) -> OpStats | None:
-    """The cached OpStats, or None when absent or unreadable."""
-    path = os.path.join(cache_dir, f"{key}.npz")
+TEMP_PREFIX = ".tmp-"  # + host-pid-random.npz: a file being written, renamed when complete
+TEMP_MAX_AGE_S = 24 * 3600  # a temporary of another machine is left alone for this long
+
+
+def _host_tag() -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:64] or "host"
+
+
+def remove_temporaries(cache_dir: str, now_s: float | None = None) -> list[str]:
+    """Removes the temporaries an export killed mid-write left in ``cache_dir`` (those of
+    a process of this machine that is gone, or older than TEMP_MAX_AGE_S); returns them.
+    Those of a live export, here or on another machine, stay."""
+    now_s = time.time() if now_s is None else now_s
+    removed: list[str] = []
     try:
-        with open(path, "rb") as f:
-            return loads(f.read())
-    except (OSError, ValueError, KeyError, TypeError):
+        names = os.listdir(cache_dir)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(TEMP_PREFIX) and name.endswith(".npz")):
+            continue
+        path = os.path.join(cache_dir, name)
+        match = re.match(rf"{re.escape(TEMP_PREFIX)}(.+)-([0-9]+)-", name)
+        try:
+            old = now_s - os.lstat(path).st_mtime > TEMP_MAX_AGE_S
+            mine = match is not None and match.group(1) == _host_tag()
+            if old or match is None or (mine and not process_alive(int(match.group(2)))):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def load(cache_dir: str, key: str) -> OpStats | None:
+    """The cached OpStats, or None when absent or damaged (truncated, not a zip, arrays of
+    inconsistent lengths, a FIFO...): a damaged one is told in a WARNING, and converted again."""
+    path = os.path.join(cache_dir, f"{key}.npz")
+    if not os.path.lexists(path):
+        return None
+    try:
+        return loads(read_regular(path))
+    except Exception as exc:  # BadZipFile, EOFError, ValueError...: any damage, never a 500
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        _LOG.warning("tb-roofline: %s: damaged cache file, converted again (%s)", path, reason)
         return None

@@ -24,6 +24,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from ..files import DEFAULT_MAX_BYTES, GZIP_MAGIC, FileTooLarge, head_regular, read_regular
+
 PROFILE_SUFFIX = ".xplane.pb"
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # torch.profiler traces
 JSON_SUFFIXES = (".json.gz", ".json")  # other names a trace is given (export_chrome_trace)
@@ -31,7 +33,6 @@ TRACE_NAME = "<worker>.<timestamp>.pt.trace.json[.gz]"  # what tensorboard_trace
 SNIFF_BYTES = 4096  # of a file (and of its gunzipped text) that tell a JSON trace
 SNIFF_PER_FOLDER = 20  # JSON files of one logdir folder looked into for a skipped-trace note
 SNIFF_PER_WALK = 200  # ... and of one whole walk
-GZIP_MAGIC = b"\x1f\x8b"
 # A JSON object's start, up to its first key's colon. An XSpace never matches: its first
 # byte (0x0a) is JSON whitespace, but no XPlane field's tag is ``{`` (0x7b) and a varint
 # length byte of 0x7b is followed by a field tag, not by a JSON key and ``:``.
@@ -82,11 +83,7 @@ def is_trace_file(path: str | os.PathLike, head: bytes) -> bool:
 def file_head(path: str | os.PathLike) -> bytes:
     """A local file's first ``SNIFF_BYTES`` (empty when it cannot be read: the reader that
     follows reports why)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(SNIFF_BYTES)
-    except OSError:
-        return b""
+    return head_regular(path, SNIFF_BYTES)  # never opens a FIFO or a device
 
 
 def trace_worker(path: str | os.PathLike) -> tuple[str, str]:
@@ -150,19 +147,27 @@ class _Fs:
             yield from os.walk(top, followlinks=False)
 
     def stat(self, path: str) -> tuple[int, float]:
-        """(size in bytes, mtime) of a file."""
+        """(size in bytes, mtime) of a file (links followed)."""
         if self.remote:
             st = self._gfile.stat(path)
             return int(st.length), float(getattr(st, "mtime_nsec", 0))
         st = os.stat(path)
         return st.st_size, st.st_mtime_ns
 
-    def read(self, path: str) -> bytes:
-        if self.remote:
-            with self._gfile.GFile(path, "rb") as f:
-                return f.read()
-        with open(path, "rb") as f:
-            return f.read()
+    def mode(self, path: str) -> int | None:
+        """A local file's ``st_mode`` (links followed); None for remote files."""
+        return None if self.remote else os.stat(path).st_mode
+
+    def read(self, path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+        """A file's bytes, at most ``max_bytes`` (FileTooLarge past them); a local file only
+        when regular (ProfileError otherwise: a FIFO or a device is never opened)."""
+        if not self.remote:
+            return read_regular(path, max_bytes)
+        with self._gfile.GFile(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FileTooLarge(path, f"larger than the {max_bytes / 1e6:g} MB limit")
+        return data
 
     def head(self, path: str) -> bytes:
         """The first ``SNIFF_BYTES`` of a file (empty when it cannot be read)."""
@@ -170,8 +175,7 @@ class _Fs:
             if self.remote:
                 with self._gfile.GFile(path, "rb") as f:
                     return f.read(SNIFF_BYTES)
-            with open(path, "rb") as f:
-                return f.read(SNIFF_BYTES)
+            return head_regular(path, SNIFF_BYTES)
         except Exception:  # any filesystem's error: the file is only not looked into
             return b""
 

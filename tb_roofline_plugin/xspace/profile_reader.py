@@ -13,7 +13,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Union
 
@@ -21,6 +21,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
+from ..files import DEFAULT_MAX_BYTES, read_regular
 from ..protos import xplane_lite_pb2, xplane_pb2
 from .discovery import SNIFF_BYTES, TRACE_NAME, looks_like_trace
 from .event_table import line_tables, split_message
@@ -32,8 +33,13 @@ METADATA_PLANE = "/host:metadata"
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 
+# Planes one XSpace may hold: a host's file has a plane per device (at most a few hundred)
+# and a few host planes; a million empty ones (2 bytes each) would cost a Python object each.
+MAX_PLANES = 10_000
+TOO_MANY_PLANES = f"not a profile this reader takes: more than {MAX_PLANES:,} planes"
+
 # Decides from a plane's name (and the names of all planes) whether to decode it.
-PlaneFilter = Callable[[str, "list[str]"], bool]
+PlaneFilter = Callable[[str, "Sequence[str]"], bool]
 
 _PAST_END = "corrupt or truncated (a field runs past the end of the data)"
 _WIRE_VARINT, _WIRE_FIXED64, _WIRE_LEN, _WIRE_FIXED32 = 0, 1, 2, 5
@@ -54,23 +60,37 @@ TRACE_LOOK = (
 )
 
 
-def device_planes_only(name: str, all_names: list[str] | None = None) -> bool:
+def device_planes_only(name: str, all_names: Sequence[str] | None = None) -> bool:
     """Device planes and ``/host:metadata`` (no host events)."""
     return name.startswith("/device:") or name == METADATA_PLANE
 
 
-def with_host_plane(name: str, all_names: list[str] | None = None) -> bool:
+def with_host_plane(name: str, all_names: Sequence[str] | None = None) -> bool:
     """Device planes, metadata and the host plane (needed for host steps and CPU ops)."""
     return device_planes_only(name) or name == HOST_PLANE
 
 
-def analysis_planes(name: str, all_names: list[str]) -> bool:
+_last_names: tuple[Sequence[str], bool] = ((), False)  # the last file's names, and the answer
+
+
+def _has_tpu_planes(names: Sequence[str]) -> bool:
+    """Once per file, not once per plane (10,000 planes would cost 10^8 matches): the
+    answer for the same names object (decode_profile's tuple) is kept."""
+    global _last_names
+    last, answer = _last_names
+    if last is not names:
+        answer = any(TPU_CORE_PLANE.match(n) for n in names)
+        _last_names = (names, answer)
+    return answer
+
+
+def analysis_planes(name: str, all_names: Sequence[str]) -> bool:
     """What the roofline needs: the host plane only without TPU planes (GPU steps, CPU ops).
 
     TPU steps and ops are on the device planes, so a TPU profile's host plane, often the
     biggest part of the file, is skipped undecoded.
     """
-    if any(TPU_CORE_PLANE.match(n) for n in all_names):
+    if _has_tpu_planes(all_names):
         return device_planes_only(name)
     return with_host_plane(name)
 
@@ -268,16 +288,18 @@ def decode_profile(
         raise ProfileError(path, "empty file (0 bytes), not an XSpace profile")
     profile = Profile(path=path, hostnames=[], planes=[])
     try:
-        found = []  # (name, start, end) of every plane, in file order
+        found: list[tuple[str, int, int]] = []  # (name, start, end) of each plane, in order
         for number, wire, start, end in _fields(buf, 0, len(buf)):
             if wire != _WIRE_LEN:
                 continue
             if number == 1:
+                if len(found) == MAX_PLANES:
+                    raise ProfileError(path, TOO_MANY_PLANES)
                 found.append((_plane_name(buf, start, end), start, end))
             elif number in (2, 3, 4):
                 target = {2: profile.errors, 3: profile.warnings, 4: profile.hostnames}[number]
                 target.append(_text(buf, start, end))
-        names = [name for name, _, _ in found]
+        names = tuple(name for name, _, _ in found)  # a tuple: filters may cache by it
         for name, start, end in found:
             if want(name, names):
                 base = data if isinstance(data, bytes) else None
@@ -308,18 +330,13 @@ def _foreign(buf: memoryview) -> str:
     return ""
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The bytes of a local profile file; ProfileError naming it when it cannot be read."""
+def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a local regular profile file of at most ``max_bytes``; ProfileError
+    naming it when it cannot be read, is no regular file or is larger."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            return f.read()
-    except IsADirectoryError:
-        raise ProfileError(name, "is a directory, expected an .xplane.pb file") from None
-    except FileNotFoundError:
-        raise ProfileError(name, "no such file") from None
-    except OSError as exc:
-        raise ProfileError(name, f"cannot be read ({exc.strerror or exc})") from None
+    if os.path.isdir(name):
+        raise ProfileError(name, "is a directory, expected an .xplane.pb file")
+    return read_regular(name, max_bytes)
 
 
 def read_profile(

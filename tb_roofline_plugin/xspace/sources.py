@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import NotFound, ProfileError
+from ..files import check_regular, is_regular
 from .discovery import (
     JSON_SUFFIXES,
     PROFILE_SUFFIX,
@@ -20,7 +21,7 @@ def folder_hosts(folder: str) -> dict[str, str]:
     """{host: path} of the profiles in one run folder (XSpace hosts, PyTorch workers). A
     folder with neither, named by the user, is read for its ``*.json[.gz]`` files that look
     like traces (``prof.export_chrome_trace`` names them as it is told)."""
-    names = sorted(f for f in os.listdir(folder) if os.path.isfile(os.path.join(folder, f)))
+    names = sorted(f for f in os.listdir(folder) if is_regular(os.path.join(folder, f)))
     traces = [f for f in names if is_pytorch_trace(f)]
     xspace = [f for f in names if f.endswith(PROFILE_SUFFIX)]
     if not traces and not xspace:
@@ -47,6 +48,7 @@ def profile_files(path: str | os.PathLike, host: str | None = None) -> list[str]
                 "(*.json[.gz])",
             )
     elif os.path.exists(name):
+        check_regular(name)  # a FIFO would block, /dev/zero never end: refused unopened
         hosts = {host_name(name): name}
     else:
         raise ProfileError(name, "no such file or directory")

@@ -1,0 +1,169 @@
+"""Reading local files a hostile logdir may hold: only regular files, never more than a limit.
+
+A name in a logdir may be a link to ``/dev/zero`` (``stat`` says 0 bytes, a read never
+ends), a FIFO (``open`` blocks until a writer comes) or a gzip bomb (a few MB that unpack
+to GBs). So a file is ``stat``-ed before it is opened, opened non-blocking and ``fstat``-ed
+again (it may have been swapped meanwhile), and read or unpacked up to its limit plus one
+byte, which tells a file past the limit without reading it all.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from typing import BinaryIO
+
+from .errors import ProfileError, UnreadableProfile
+from .metadata import DEFAULT_MAX_FILE_MB
+
+DEFAULT_MAX_BYTES = int(DEFAULT_MAX_FILE_MB * 1e6)
+GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK_BYTES = 1 << 20  # unpacked at a time
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+class FileTooLarge(ProfileError):
+    """A file (or what it unpacks to) is larger than the limit it is read under."""
+
+    status = 413
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def limit_text(max_bytes: int) -> str:
+    return f"the {max_bytes / 1e6:g} MB limit"
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of this ``st_mode`` is not read ("not a regular file (a FIFO)"), or None."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((what for test, what in _KINDS if test(mode)), "a special file")
+    return f"not a regular file ({kind}); not read"
+
+
+def check_regular(path: str) -> os.stat_result:
+    """``os.stat`` (links followed) of a regular file; ProfileError naming it otherwise."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UnreadableProfile(path, "cannot read: no such file") from None
+    except OSError as exc:
+        raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
+    problem = not_regular(st.st_mode)
+    if problem:
+        raise ProfileError(path, problem)
+    return st
+
+
+def is_regular(path: str) -> bool:
+    """Whether ``path`` (links followed) is a regular file; never opens it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+_FLAGS = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _opener(name: str, flags: int) -> int:
+    """Opens non-blocking (a FIFO swapped in after the stat does not block) and refuses
+    what ``fstat`` says is no regular file."""
+    fd = os.open(name, flags | _FLAGS)
+    problem = not_regular(os.fstat(fd).st_mode)
+    if problem:
+        os.close(fd)
+        raise _Swapped(problem)
+    return fd
+
+
+class _Swapped(OSError):
+    """The file was no regular file when opened (it was at the stat before)."""
+
+
+def _open_regular(name: str) -> BinaryIO:
+    """The regular file ``name`` opened: stat-ed first (a FIFO or a device is never opened)."""
+    check_regular(name)
+    try:
+        return open(name, "rb", opener=_opener)
+    except _Swapped as exc:
+        raise ProfileError(name, str(exc)) from None
+    except OSError as exc:
+        raise UnreadableProfile(name, f"cannot be read ({exc.strerror or exc})") from None
+
+
+def read_regular(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of a local regular file of at most ``max_bytes``; ProfileError naming it
+    (FileTooLarge past the limit) otherwise. At most ``max_bytes + 1`` bytes are read."""
+    name = os.fspath(path)
+    with _open_regular(name) as handle:
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise FileTooLarge(name, f"{_mb(size)} is larger than {limit_text(max_bytes)}")
+            data = handle.read(size)  # a buffer of what the file holds, not of the limit
+            more = [data]
+            total = len(data)
+            while total <= max_bytes:  # it may have grown since the fstat
+                chunk = handle.read(min(_CHUNK_BYTES, max_bytes + 1 - total))
+                if not chunk:
+                    break
+                more.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise UnreadableProfile(name, f"cannot be read ({exc.strerror or exc})") from None
+    if total > max_bytes:
+        raise FileTooLarge(name, f"more than {_mb(max_bytes)}, past {limit_text(max_bytes)}")
+    return data if len(more) == 1 else b"".join(more)
+
+
+def head_regular(path: str | os.PathLike, count: int) -> bytes:
+    """A local regular file's first ``count`` bytes; empty when it is none or unreadable."""
+    try:
+        with _open_regular(os.fspath(path)) as handle:
+            return handle.read(count)
+    except (ProfileError, OSError):
+        return b""
+
+
+def gunzip(data: bytes, path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The unpacked bytes of gzip ``data`` (every member), at most ``max_bytes`` of them:
+    FileTooLarge naming both sizes past that, ProfileError when corrupt or truncated."""
+    out: list[bytes] = []
+    total = 0
+    rest = data
+    try:
+        while rest:
+            unpacker = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            pending = rest
+            while not unpacker.eof:
+                chunk = unpacker.decompress(pending, min(_CHUNK_BYTES, max_bytes + 1 - total))
+                pending = unpacker.unconsumed_tail
+                total += len(chunk)
+                out.append(chunk)
+                if total > max_bytes:
+                    raise FileTooLarge(
+                        path,
+                        f"unpacks to more than {_mb(max_bytes)} ({_mb(len(data))} compressed), "
+                        f"past {limit_text(max_bytes)}",
+                    )
+                if not chunk and not pending:
+                    raise ProfileError(
+                        path, "truncated or corrupt gzip (the data ends inside a member)"
+                    )
+            rest = unpacker.unused_data.lstrip(b"\x00")  # members; trailing zero padding
+            if rest and rest[:2] != GZIP_MAGIC:
+                raise ProfileError(path, "truncated or corrupt gzip (data after the last member)")
+    except zlib.error as error:
+        raise ProfileError(path, f"truncated or corrupt gzip ({error})") from None
+    return b"".join(out)
