@@ -233,6 +233,13 @@ class RooflineService:
             self.skipped_traces[folder] = names
         return found.runs
 
+    def shown_path(self, path: str) -> str:
+        """A profile's path as responses show it: under the logdir (``train/plugins/profile/
+        r1/host0.xplane.pb``), never the server's absolute path."""
+        if self.logdir and path.startswith(self.logdir):
+            return path[len(self.logdir) :].lstrip("/\\").replace("\\", "/") or "."
+        return path.replace("\\", "/").rsplit("/", 1)[-1]
+
     def _run(self, run: str | None) -> discovery.Run:
         run = required_value("run", run)
         found = self._all_runs().get(run) or self._all_runs(RESCAN_MIN_S).get(run)
@@ -302,7 +309,7 @@ class RooflineService:
                             )
                         ) from None
                     raise
-            result = Result(stats, [host.path])
+            result = Result(stats, [self.shown_path(host.path)])
             if self._changed(fs, host.path, size, mtime):
                 return Transient(result)  # what was read, but not under this (size, mtime)
             return result
@@ -365,7 +372,9 @@ class RooflineService:
         done = shared_in_order(len(missing), here, submit, outstanding)
         for (host, key), stats in zip(missing, done):
             if stats is not None:  # converted in a worker
-                self.cache.get(key, _constant(Result(stats, [host.path])), Result.size_bytes)
+                self.cache.get(
+                    key, _constant(Result(stats, [self.shown_path(host.path)])), Result.size_bytes
+                )
 
     def _worker_pool(self) -> WorkerPool:
         """``workers - 1`` processes (the requests' threads convert too), started in the
@@ -425,7 +434,7 @@ class RooflineService:
 
         def combine() -> Result:
             stats = combine_hosts([r.stats for r, _ in parts])
-            return Result(stats, [f.path for f in files])
+            return Result(stats, [self.shown_path(f.path) for f in files])
 
         return self.cache.get(key, combine, Result.size_bytes)
 
