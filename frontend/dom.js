@@ -1,7 +1,7 @@
 // Small DOM builders. Profile strings always go in as text (textContent, attribute values),
-// never as markup.
+// never as markup, with their controls and bidi overrides made visible (visibleText).
 
-import {readableMessage} from './format.js';
+import {readableMessage, visibleText} from './format.js';
 
 let uid = 0;
 
@@ -20,7 +20,7 @@ export function el(tag, attrs = {}, ...children) {
   for (const [key, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
     if (key === 'class') node.className = value;
-    else if (key === 'text') node.textContent = String(value);
+    else if (key === 'text') node.textContent = visibleText(value);
     else if (key.startsWith('on') && typeof value === 'function') {
       node.addEventListener(key.slice(2), value);
     } else node.setAttribute(key, value === true ? '' : String(value));
@@ -33,7 +33,7 @@ function append(node, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(node, child);
-    else node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    else node.append(child instanceof Node ? child : document.createTextNode(visibleText(child)));
   }
 }
 

@@ -75,6 +75,24 @@ export function gibToGb(gibps) {
   return typeof gibps === 'number' ? gibps * GIB_PER_GB : 0;
 }
 
+// Characters a profile string may not use to change what is around it: controls (but the
+// line breaks and tabs of our own messages) and the bidi embeddings, overrides and isolates
+// (a U+202E in a host name would mirror the rest of the header). The terminal's rule is
+// wording.terminal_safe on the server.
+const INVISIBLE =
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Profile text with its controls and bidi formatting characters shown as \x1b, \u202e. */
+export function visibleText(text) {
+  return String(text ?? '').replace(INVISIBLE, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x100
+      ? `\\x${code.toString(16).padStart(2, '0')}`
+      : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
 const HTML_ESCAPES = {'&': '&#38;', '<': '&#60;', '>': '&#62;', '"': '&#34;', "'": '&#39;'};
 
 /**
@@ -82,7 +100,7 @@ const HTML_ESCAPES = {'&': '&#38;', '<': '&#60;', '>': '&#62;', '"': '&#34;', "'
  * annotations. Numeric entities only: Plotly decodes those back to the characters, as text.
  */
 export function escapeHtml(text) {
-  return String(text ?? '').replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
+  return visibleText(text).replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 }
 
 /**

@@ -181,7 +181,7 @@ export class ModelView {
       'header',
       {class: 'view-header'},
       el('h2', {text: 'Roofline Model'}),
-      el('p', {class: 'muted selection-label', text: label}),
+      el('p', {class: 'muted selection-label'}, el('bdi', {text: label})),
     );
     const parts = [title, devicePanel(this.data, memoryNotes)];
     if (!this.rows.length) {

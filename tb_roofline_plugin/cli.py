@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
 
 from .errors import RooflineError
 from .metadata import PARALLEL_MIN_MB
+from .wording import terminal_safe
 
 EXIT_BAD_INPUT = 2
 _PEAKS_HELP = (
@@ -31,6 +33,7 @@ def _export(args: argparse.Namespace) -> int:
     step = parse_step(args.step)
     if step != "total" and args.format != "json":
         raise RooflineError("--step selects records of the json format; use --format json")
+    _refuse_overwriting(args.output, files)
     stats = analyze_files(files, _peaks(args), args.workers, _start_method())
     pieces = render_pieces(stats, args.format, files, step)
     _write(pieces, args.output)
@@ -67,7 +70,7 @@ def _export_to_cache(args: argparse.Namespace) -> int:
     done = len(results) - len(failed)
     print(f"{done} of {len(results)} host profiles in {args.cache_dir}")
     for _, status in failed:
-        print(f"tb-roofline: error: {status}", file=sys.stderr)
+        print(f"tb-roofline: error: {terminal_safe(status)}", file=sys.stderr)
     return EXIT_BAD_INPUT if failed else 0
 
 
@@ -103,6 +106,31 @@ def _start_method() -> str | None:
     return "fork" if sys.platform == "linux" and alone else None
 
 
+def _percent_limit(text: str) -> float:
+    """--fail-if-slower: a finite percentage, 0 or more (NaN would pass every comparison)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of percent, not {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite percentage, 0 or more, not {text}")
+    return value
+
+
+def _refuse_overwriting(output: str | None, inputs: list[str]) -> None:
+    """--output must not be one of the profiles read (also through a symlink or a hard link):
+    writing it would destroy the input before, or while, it is read."""
+    if output is None or output == "-" or not os.path.exists(output):
+        return
+    for path in inputs:
+        try:
+            same = os.path.samefile(output, path)
+        except OSError:
+            same = os.path.realpath(output) == os.path.realpath(path)
+        if same:
+            raise RooflineError(f"--output {output} is the input profile {path}; not overwritten")
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -126,9 +154,14 @@ def _peaks(args: argparse.Namespace):
 def _calibrate(args: argparse.Namespace) -> int:
     from .peaks.calibration import calibrate, write_calibration
 
+    if args.output and os.path.isdir(args.output):  # said before measuring, not after
+        raise RooflineError(f"--output {args.output} is a directory; give a file name")
     result = calibrate(matrix_n=512, stream_mib=128) if args.quick else calibrate()
     if args.output:
-        write_calibration(args.output, result)
+        try:
+            write_calibration(args.output, result)
+        except OSError as exc:
+            raise RooflineError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
         print(f"wrote {args.output}")
     else:
         import json
@@ -148,6 +181,7 @@ def _summary(args: argparse.Namespace) -> int:
     from .xspace.sources import profile_files
 
     files = profile_files(args.path, args.host)
+    _refuse_overwriting(args.output, files)
     _write(summary_text(analyze_files(files, _peaks(args)), files, top=args.top), args.output)
     return 0
 
@@ -164,7 +198,9 @@ def _compare(args: argparse.Namespace) -> int:
         (args.a, args.a_host, args.a_step),
         (args.b, args.b_host, args.b_step),
     ):
-        stats = analyze_files(profile_files(path, host), peaks)
+        files = profile_files(path, host)
+        _refuse_overwriting(args.output, files)
+        stats = analyze_files(files, peaks)
         selection = select(stats, parse_step(step))
         label = f"{path}" + (f" host {host}" if host else "") + f" step {selection.label}"
         sides.append(Side(label, stats, selection))
@@ -227,8 +263,15 @@ def _write(text: str | list[str], output: str | None) -> None:
         raise RooflineError(f"{output}: cannot write ({exc.strerror or exc})") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad command line said in one line (and exit status 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {terminal_safe(message)} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tb-roofline",
         description="Roofline models of ML profiles (XSpace *.xplane.pb, PyTorch profiler traces).",
     )
@@ -302,9 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--peaks", help=_PEAKS_HELP)
     comp.add_argument(
         "--fail-if-slower",
-        type=float,
+        type=_percent_limit,
         metavar="PCT",
-        help="exit with status 1 when B's program time per step is more than PCT%% above A's",
+        help="exit with status 1 when B's program time per step is more than PCT%% above A's "
+        "(a finite percentage, 0 or more)",
     )
     comp.set_defaults(func=_compare)
 
@@ -326,17 +370,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(message: str) -> int:
+    """The one line of a failure, with what a profile named shown, not obeyed."""
+    print(f"tb-roofline: error: {terminal_safe(message or 'failed')}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except RooflineError as exc:
-        print(f"tb-roofline: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _fail(str(exc))
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # standard output on a full disk, ...: one line, not a traceback
+        if exc.filename is None:  # stdout: what is still buffered must not fail again at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return _fail(f"standard output: cannot write ({exc.strerror or exc})")
+        return _fail(f"{exc.filename}: {exc.strerror or exc}")
     except KeyboardInterrupt:
         return 130
 

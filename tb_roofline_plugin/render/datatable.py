@@ -18,6 +18,7 @@ from ..protos import roofline_model_pb2
 from ..roofline.formulas import ridge_point
 from ..roofline.model import RooflineModel, as_model
 from ..roofline.records import RecordSet
+from ..wording import spreadsheet_safe, spreadsheet_safe_all
 from .json_text import (
     Field,
     bool_field,
@@ -249,7 +250,7 @@ def _columns_text(records: RecordSet, cols: list, form: str) -> list[list[str]]:
             texts[i] = bool_texts(values) if form == "json" else list(map(str, values.tolist()))
         else:
             strings = _column_values(records, key, kind)
-            texts[i] = string_texts(strings) if form == "json" else strings
+            texts[i] = string_texts(strings) if form == "json" else spreadsheet_safe_all(strings)
     return [texts[i] for i in range(len(cols))]
 
 
@@ -286,7 +287,7 @@ def _source_field(records: RecordSet, literal: str, form: str) -> Field:
     if form == "json":
         texts = string_texts(texts)
     else:
-        texts = [t.replace('"', '""') for t in texts]
+        texts = [t.replace('"', '""') for t in spreadsheet_safe_all(texts)]
     return table_field(literal, codes, texts)
 
 
@@ -309,7 +310,8 @@ def _row_fields(records: RecordSet, cols: list, form: str) -> tuple[list[Field],
             texts = ("true", "false") if form == "json" else ("True", "False")
             fields.append(bool_field(literal, records[key], texts))
         else:
-            fields.append(str_field(literal, records[key], form))
+            values = records[key] if form == "json" else spreadsheet_safe_all(records[key])
+            fields.append(str_field(literal, values, form))
     return fields, tail, separator
 
 
@@ -461,7 +463,7 @@ def to_csv(datatable: list[dict]) -> str:
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
     writer.writerow([c["label"] for c in table["cols"]])
     for row in table["rows"]:
-        writer.writerow([str(cell["v"]) for cell in row["c"]])
+        writer.writerow([str(spreadsheet_safe(cell["v"])) for cell in row["c"]])
     return out.getvalue()
 
 

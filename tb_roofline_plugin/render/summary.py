@@ -12,7 +12,7 @@ from ..ops.op_stats import KERNEL_SHARE_PREFIX, OpStats
 from ..ops.selection import TOTAL, select
 from ..protos import roofline_model_pb2
 from ..roofline.model import roofline_model
-from ..wording import numbered
+from ..wording import numbered, terminal_safe
 from .export import (
     NO_CEILING_BOUND,
     above_roof_warning,
@@ -29,6 +29,7 @@ LONG_NUMBER_LIST = 8  # a run of more comma-separated numbers than this is summa
 
 
 def _table(rows: list[list[str]]) -> str:
+    rows = [[terminal_safe(c) for c in row] for row in rows]  # names are shown, not obeyed
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
@@ -105,7 +106,7 @@ def readable_message(text: str, max_chars: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def _messages(severity: str, messages: list[str]) -> list[str]:
-    out = [f"{severity}: {readable_message(m)}" for m in messages[:MAX_MESSAGES]]
+    out = [f"{severity}: {terminal_safe(readable_message(m))}" for m in messages[:MAX_MESSAGES]]
     if len(messages) > MAX_MESSAGES:
         more = len(messages) - MAX_MESSAGES
         out.append(f"{severity}: … and {more:,} more (see `tb-roofline export --format json`)")
@@ -175,11 +176,12 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     for rec in ops:
         no_ceiling = missing.get((rec.hlo_module_id, rec.hlo_name), "")
         rows.append(_record_row(rec, str(rec.rank), known, memory, no_ceiling))
+    out = [terminal_safe(line) for line in out]
     out.append("")
     out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")
     if footnote:
         out.append(footnote)
-    out.extend(n for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))
+    out.extend(terminal_safe(n) for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))
     diag = database.diagnostics
     warnings = list(diag.warnings)
     info = list(diag.info)

@@ -21,6 +21,7 @@ from ..ops.op_metrics import IDLE_NAME, combine
 from ..ops.op_stats import OpStats
 from ..ops.selection import Selection
 from ..peaks.devices import main_memory
+from ..wording import spreadsheet_safe, terminal_safe
 from .formulas import DatabasePeaks, record_metrics
 from .records import program_db
 
@@ -177,6 +178,8 @@ def compare_table(result: dict, top: int = 20) -> str:
                 f"only in {op['only_in']}" if op["only_in"] else "",
             ]
         )
+    rows = [[terminal_safe(c) for c in row] for row in rows]  # names are shown, not obeyed
+    lines = [terminal_safe(line) for line in lines]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for n, row in enumerate(rows):
         cells = [
@@ -219,5 +222,7 @@ def compare_csv(result: dict) -> str:
     writer = csv.DictWriter(out, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for op in result["ops"]:
-        writer.writerow({k: "" if op.get(k) is None else op[k] for k in CSV_FIELDS})
+        writer.writerow(
+            {k: "" if op.get(k) is None else spreadsheet_safe(op[k]) for k in CSV_FIELDS}
+        )
     return out.getvalue()

@@ -65,6 +65,15 @@ class RooflineLoader(base_plugin.TBLoader):
             "~/.cache/tb-roofline)",
         )
 
+        group.add_argument(
+            "--roofline_allowed_hosts",
+            metavar="NAME[,NAME]",
+            default=None,
+            help="more names the roofline routes answer to in the Host header (a proxy's "
+            "public name; * for any), besides localhost, IP addresses, --host and, with "
+            "--bind_all, this machine's names; other names get 403 (DNS rebinding)",
+        )
+
     def fix_flags(self, flags) -> None:
         for name in ("roofline_cache_mb", "roofline_max_file_mb", "roofline_workers"):
             value = getattr(flags, name, None)

@@ -6,6 +6,7 @@ gzip); errors are JSON ``{"error": ...}`` with a 4xx status, never a traceback.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import re
@@ -21,6 +22,7 @@ from ..metadata import DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, PLUGIN_NAME
 from ..xspace.discovery import has_profiles
 from . import static_files
 from .calibrator import Calibrator
+from .host_check import HostCheck, allowed_hosts_flag
 from .service import Forbidden, RooflineService
 
 RUNS_ROUTE = "/runs"
@@ -62,8 +64,18 @@ def plotly_js_path() -> str | None:
 
 
 def _route(handler):
-    """werkzeug's ``Request.application`` on a method (its stub types it for functions)."""
-    return wrappers.Request.application(handler)  # type: ignore[arg-type]
+    """werkzeug's ``Request.application`` on a method (its stub types it for functions),
+    answering only requests whose ``Host`` the server was started for (``host_check``)."""
+
+    @functools.wraps(handler)
+    def checked(self: RooflinePlugin, request):
+        state_changing = request.method not in ("GET", "HEAD", "OPTIONS")
+        refusal = self._hosts.refusal(request.headers, state_changing)
+        if refusal is not None:
+            return self._error(request, Forbidden(refusal))
+        return handler(self, request)
+
+    return wrappers.Request.application(checked)  # type: ignore[arg-type]
 
 
 def xprof_installed() -> bool:
@@ -110,6 +122,11 @@ class RooflinePlugin(base_plugin.TBPlugin):
             calibrator=Calibrator(_flag(context, "roofline_calibration_dir", None)),
         )
         self._active: tuple[float, bool] | None = None
+        self._hosts = HostCheck(
+            _flag(context, "host", None),
+            bool(_flag(context, "bind_all", False)),
+            allowed_hosts_flag(_flag(context, "roofline_allowed_hosts", None)),
+        )
 
     @property
     def service(self) -> RooflineService:

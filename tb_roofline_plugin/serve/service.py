@@ -40,7 +40,10 @@ from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devi
 _LOG = logging.getLogger(__name__)
 FORMATS = ("datatable", "json")
 MAX_VALUE_CHARS = 1024
-DISCOVERY_TTL_S = 5.0
+DISCOVERY_TTL_S = 5.0  # a known run is looked up in a listing at most this old
+# An unknown run name walks the logdir again only when the listing is older than this: a
+# flood of made-up names costs one walk every few seconds, not one walk each.
+RESCAN_MIN_S = 2.0
 RECORD_BYTES = 512  # about a record's share of a model (numbers and strings)
 WORKERS_MIN_BYTES = 256_000_000  # hosts to convert together before starting workers pays
 
@@ -198,17 +201,35 @@ class RooflineService:
         self._clock = clock
         self._runs: dict[str, discovery.Run] = {}
         self._runs_at = -float("inf")
-        self._lock = threading.Lock()
+        self._walk: Future | None = None  # the walk in progress, which others wait for
+        self._lock = threading.Lock()  # held only to read or swap the listing, never to walk
 
     # --- discovery ----------------------------------------------------------------------------
 
-    def _all_runs(self, refresh: bool = False) -> dict[str, discovery.Run]:
+    def _all_runs(self, max_age_s: float = DISCOVERY_TTL_S) -> dict[str, discovery.Run]:
+        """The runs of a listing at most ``max_age_s`` old (0: a walk now, or the walk in
+        progress). One walk at a time: requests that need one meanwhile wait for its result
+        instead of walking again, and no lock is held while it walks."""
         with self._lock:
-            stale = self._clock() - self._runs_at > DISCOVERY_TTL_S
-            if refresh or stale:
-                self._runs = self._discover(self.logdir)
-                self._runs_at = self._clock()
-            return self._runs
+            if self._clock() - self._runs_at < max_age_s:
+                return self._runs
+            walk, mine = self._walk, self._walk is None
+            if mine:
+                walk = self._walk = Future()
+        assert walk is not None
+        if not mine:
+            return walk.result()
+        try:
+            runs = self._discover(self.logdir)
+        except BaseException as exc:
+            with self._lock:
+                self._walk = None
+            walk.set_exception(exc)
+            raise
+        with self._lock:
+            self._runs, self._runs_at, self._walk = runs, self._clock(), None
+        walk.set_result(runs)
+        return runs
 
     def _scan(self, logdir: str) -> dict[str, discovery.Run]:
         """discovery's runs; a WARNING the first time a folder of misnamed traces is seen."""
@@ -219,9 +240,16 @@ class RooflineService:
             self.skipped_traces[folder] = names
         return found.runs
 
+    def shown_path(self, path: str) -> str:
+        """A profile's path as responses show it: under the logdir (``train/plugins/profile/
+        r1/host0.xplane.pb``), never the server's absolute path."""
+        if self.logdir and path.startswith(self.logdir):
+            return path[len(self.logdir) :].lstrip("/\\").replace("\\", "/") or "."
+        return path.replace("\\", "/").rsplit("/", 1)[-1]
+
     def _run(self, run: str | None) -> discovery.Run:
         run = required_value("run", run)
-        found = self._all_runs().get(run) or self._all_runs(refresh=True).get(run)
+        found = self._all_runs().get(run) or self._all_runs(RESCAN_MIN_S).get(run)
         if found is None:
             raise NotFound(f"unknown run {run!r}")
         return found
@@ -236,7 +264,7 @@ class RooflineService:
         return [found.hosts[host]]
 
     def runs(self) -> list[str]:
-        return list(self._all_runs(refresh=True))
+        return list(self._all_runs(0.0))
 
     def hosts(self, run: str | None) -> list[str]:
         """The run's hosts; ``ALL_HOSTS`` first when there is more than one."""
@@ -294,7 +322,7 @@ class RooflineService:
                             )
                         ) from None
                     raise
-            result = Result(stats, [host.path])
+            result = Result(stats, [self.shown_path(host.path)])
             if self._changed(fs, host.path, size, mtime):
                 return Transient(result)  # what was read, but not under this (size, mtime)
             return result
@@ -361,7 +389,9 @@ class RooflineService:
         done = shared_in_order(len(missing), here, submit, outstanding)
         for (host, key), stats in zip(missing, done):
             if stats is not None:  # converted in a worker
-                self.cache.get(key, _constant(Result(stats, [host.path])), Result.size_bytes)
+                self.cache.get(
+                    key, _constant(Result(stats, [self.shown_path(host.path)])), Result.size_bytes
+                )
 
     def _worker_pool(self) -> WorkerPool:
         """``workers - 1`` processes (the requests' threads convert too), started in the
@@ -427,7 +457,7 @@ class RooflineService:
 
         def combine() -> Result:
             stats = combine_hosts([r.stats for r, _ in parts])
-            return Result(stats, [f.path for f in files])
+            return Result(stats, [self.shown_path(f.path) for f in files])
 
         return self.cache.get(key, combine, Result.size_bytes), key
 
