@@ -12,7 +12,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -31,6 +30,10 @@ TESTS = Path(__file__).resolve().parent
 _CHILD = textwrap.dedent(
     """
     import json, logging, resource, sys, time
+    # The cap is set here, not by a preexec_fn: a fork that runs Python in a process that
+    # imported JAX (earlier tests) warns, and pytest makes that warning an error.
+    cap = int(sys.argv[5])
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     sys.path[:0] = [sys.argv[1]]
     from serving_support import Served
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -51,10 +54,6 @@ _CHILD = textwrap.dedent(
 )
 
 
-def _capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (AS_CAP_BYTES, AS_CAP_BYTES))
-
-
 def _serve(logdir: Path, requests: list, timeout_s: float = 60, **flags) -> dict:
     """The child's report: {"answers": [{status, error, seconds, rss_mb}], "computations"};
     its server log is under "log"."""
@@ -62,8 +61,8 @@ def _serve(logdir: Path, requests: list, timeout_s: float = 60, **flags) -> dict
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(TESTS), str(logdir), json.dumps(flags),
-         json.dumps(requests)],
-        capture_output=True, text=True, timeout=timeout_s, preexec_fn=_capped, env=env,
+         json.dumps(requests), str(AS_CAP_BYTES)],
+        capture_output=True, text=True, timeout=timeout_s, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -102,12 +102,12 @@ def test_sharded_host_counts_four_devices_and_shares_of_their_summed_time(shared
         assert step.total_time_in_us >= summed_us / 4 / 5 * 0.9
 
 
-def test_summary_says_four_cores(shared_data):
+def test_summary_says_four_devices(shared_data):
     from tb_roofline_plugin.render.summary import summary_text
 
     path = _path(shared_data, "new-producers/jax_sharded4_jit")
     text = summary_text(analyze_file(path), [str(path)])
-    assert "4 cores" in text.splitlines()[1]
+    assert "4 devices" in text.splitlines()[1]
 
 
 # --- control flow: loops -------------------------------------------------------------------

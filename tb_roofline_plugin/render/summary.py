@@ -132,16 +132,24 @@ def _step_rows(
     )
 
 
+# What one of a host's cores is, in the device line: XLA:CPU devices (JAX's
+# --xla_force_host_platform_device_count), GPUs, TensorCores.
+CORE_UNITS = {"CPU": "device", "GPU": "GPU", "TPU": "TensorCore"}
+
+
 def _device_lines(device: dict) -> list[str]:
     kind = f"{device['device_type'] or 'unknown'} ({device['hardware_type']})"
-    cores = f"{device['device_core_count']} cores"
+    unit = CORE_UNITS.get(device["hardware_type"], "core")
+    count = device["device_core_count"]
+    cores = f"{count:,} {unit}{'' if count == 1 else 's'}"
     if not device["peaks_known"]:
         return [
             f"device: {kind}, {cores}; no peaks known: no roofs, bound or efficiency; OI is "
             "FLOPs per byte accessed. Give --peaks NAME|FILE (see `tb-roofline calibrate`)",
             f"  {device['main_memory']}: bandwidth unknown",
         ]
-    out = [f"device: {kind}, {cores}; peak {device['peak_flop_rate_gflops']:,.0f} GFLOP/s per core"]
+    peak = device["peak_flop_rate_gflops"]
+    out = [f"device: {kind}, {cores}; peak {peak:,.0f} GFLOP/s per {unit}"]
     for memory in device["memories"]:
         out.append(
             f"  {memory['name']}: {memory['peak_gbps']:,.1f} GB/s, "
