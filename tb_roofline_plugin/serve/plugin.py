@@ -178,6 +178,10 @@ class RooflinePlugin(base_plugin.TBPlugin):
     def _error(self, request, exc: RooflineError):
         status = exc.status
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        # Files as the logdir names them, never by the server's absolute path.
+        logdir = self._service.logdir
+        if logdir and "://" not in logdir:
+            message = message.replace(os.path.join(logdir, ""), "")
         return http_util.Respond(request, {"error": message}, "application/json", code=status)
 
     @_route
