@@ -325,10 +325,15 @@ export function compareFigure({
   return {data: traces, layout: baseLayout(range, c, {annotations})};
 }
 
+// Nothing leaves the machine: no share/cloud/edit buttons or links, no server to send to.
 const CONFIG = {
   displaylogo: false,
   responsive: true,
-  modeBarButtonsToRemove: ['lasso2d', 'autoScale2d'],
+  showLink: false,
+  showSendToCloud: false,
+  showEditInChartStudio: false,
+  plotlyServerURL: '',
+  modeBarButtonsToRemove: ['lasso2d', 'autoScale2d', 'sendChartToCloud', 'sendDataToCloud'],
 };
 
 /**

@@ -13,7 +13,7 @@ from ..ops.selection import TOTAL, select
 from ..protos import roofline_model_pb2
 from ..roofline.model import roofline_model
 from ..wording import numbered
-from .export import above_roof_warning, device_summary
+from .export import above_roof_warning, advice, device_summary
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
 MAX_MESSAGES = 10  # per severity
@@ -59,7 +59,7 @@ def _header(memory: str) -> list[str]:
         "step/rank",
         "operation",
         "bound by",
-        "time (us)",
+        "time (µs)",
         "time %",
         "GFLOP/s",
         f"{memory} GiB/s",
@@ -137,6 +137,9 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     device = device_summary(stats)
     known, memory = device["peaks_known"], device["main_memory"]
     out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
+    answer = advice(model, stats, select(stats, TOTAL))
+    if answer:
+        out.extend(["", "where the time goes:", *(f"- {a['text']}" for a in answer)])
     records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
     rows = [_header(memory)]
     steps = []
