@@ -26,7 +26,7 @@ export function opHover(row, roofless = false) {
   const memory = row.memoryName || 'HBM';
   const lines = [
     `<b>${esc(row.name)}</b>`,
-    `${esc(row.category)} · program ${esc(row.program)}`,
+    `${esc(row.category)} · program ${esc(row.programLabel || row.program)}`,
     `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ran ${esc(num(row.occurrences))}×`,
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
     `${esc(memory)} ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
@@ -42,7 +42,9 @@ export function opHover(row, roofless = false) {
       `bound by <b>${esc(row.boundBy)}</b> · roofline efficiency ${esc(pct(row.efficiency))}`,
       `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
         `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
-      `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
+      row.judged === false
+        ? `not judged by the roofline: ${esc(row.classWords || row.rooflineClass)}`
+        : `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
     );
   }
   if (r.source_info && r.source_info.file_name) {

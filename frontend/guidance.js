@@ -9,6 +9,10 @@ function gain(row) {
 }
 
 export function guidance(row) {
+  if (row.judged === false) {
+    const what = row.classWords || row.rooflineClass;
+    return `${what.charAt(0).toUpperCase()}${what.slice(1)}; not judged by the roofline`;
+  }
   if (row.aboveRoof) {
     return (
       `Above the ${row.boundBy} roof (${pct(row.efficiency, 0)}): likely an async copy, ` +

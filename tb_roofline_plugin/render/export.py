@@ -19,7 +19,7 @@ from ..ops.op_stats import OpStats, StepInfo, steps_holding_ops, steps_without_o
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
-from ..roofline.classes import JUDGED, roofline_classes
+from ..roofline.classes import BOUND_WORDS, JUDGED, roofline_classes
 from ..roofline.formulas import ridge_point, safe_divide
 from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
 from ..roofline.records import SOURCE_COLUMNS, RecordSet
@@ -261,6 +261,9 @@ def _op_detail_columns(
         "above_roof": efficiency > ABOVE_ROOF,
         "wasted_time_rank": wasted_rank,
         "roofline_class": classes.tolist(),
+        "program_name": [
+            stats.program_names.get(int(m), "") for m in ops["hlo_module_id"].tolist()
+        ],
     }
 
 
@@ -608,6 +611,7 @@ def _body(
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
         "advice": advice(model, stats, selection),
+        "roofline_classes": dict(BOUND_WORDS),
         "database": database,
     }
 

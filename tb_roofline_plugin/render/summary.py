@@ -115,7 +115,8 @@ def _step_rows(
 
 def _device_lines(device: dict) -> list[str]:
     kind = f"{device['device_type'] or 'unknown'} ({device['hardware_type']})"
-    cores = f"{device['device_core_count']} cores"
+    count = device["device_core_count"]
+    cores = f"{count} core" if count == 1 else f"{count} cores"
     if not device["peaks_known"]:
         return [
             f"device: {kind}, {cores}; no peaks known: no roofs, bound or efficiency; OI is "
