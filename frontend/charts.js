@@ -26,7 +26,7 @@ export function opHover(row, roofless = false) {
   const memory = row.memoryName || 'HBM';
   const lines = [
     `<b>${esc(row.name)}</b>`,
-    `${esc(row.category)} · program ${esc(row.program)}`,
+    `${esc(row.category)} · program ${esc(row.programLabel || row.program)}`,
     `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ran ${esc(num(row.occurrences))}×`,
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
     `${esc(memory)} ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
@@ -46,7 +46,9 @@ export function opHover(row, roofless = false) {
         ? `dtype ${esc(row.dtype)} · ${esc(row.dtypeNote)}`
         : `dtype ${esc(row.dtype || 'unknown')} · ${esc(pct(row.dtypeComputeEfficiency))} of its compute peak ` +
             `(${esc(flopRate(row.dtypePeak))}) · dtype-aware efficiency ${esc(pct(row.dtypeEfficiency))}`,
-      `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
+      row.judged === false
+        ? `not judged by the roofline: ${esc(row.classWords || row.rooflineClass)}`
+        : `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
     );
   }
   if (r.source_info && r.source_info.file_name) {
@@ -329,10 +331,15 @@ export function compareFigure({
   return {data: traces, layout: baseLayout(range, c, {annotations})};
 }
 
+// Nothing leaves the machine: no share/cloud/edit buttons or links, no server to send to.
 const CONFIG = {
   displaylogo: false,
   responsive: true,
-  modeBarButtonsToRemove: ['lasso2d', 'autoScale2d'],
+  showLink: false,
+  showSendToCloud: false,
+  showEditInChartStudio: false,
+  plotlyServerURL: '',
+  modeBarButtonsToRemove: ['lasso2d', 'autoScale2d', 'sendChartToCloud', 'sendDataToCloud'],
 };
 
 /**

@@ -2,10 +2,18 @@
 // diagnostics and notes, in plain words.
 
 import {el} from './dom.js';
-import {byteRate, duration, flopRate, namesPhrase, num, readableMessage} from './format.js';
+import {
+  byteRate,
+  counted,
+  duration,
+  flopRate,
+  namesPhrase,
+  num,
+  readableMessage,
+} from './format.js';
 import {mainMemory} from './model.js';
 
-const CORE_WORD = {TPU: 'TensorCores', GPU: 'GPUs', CPU: 'CPU cores'};
+const CORE_WORD = {TPU: 'TensorCore', GPU: 'GPU', CPU: 'CPU core'}; // singular; plural + s
 const MAX_MESSAGES = 8; // per kind; the rest are counted, not listed
 
 /** Where the peaks came from, in words. */
@@ -20,16 +28,14 @@ export function peaksSourceText(source) {
 export function deviceTimeText(device) {
   const count = device.device_core_count ?? 0;
   if (count <= 1) return 'device time';
-  const word = CORE_WORD[device.hardware_type] || 'cores';
-  return `device time summed over ${num(count)} ${word}`;
+  return `device time summed over ${counted(count, CORE_WORD[device.hardware_type] || 'core')}`;
 }
 
 function coresText(device) {
-  const word = CORE_WORD[device.hardware_type] || 'cores';
   const total = device.device_core_count ?? 0;
   const active = device.active_core_count ?? total;
   const activeText = active === total ? `all with ops` : `${active} with ops`;
-  return `${total} ${word} (${activeText})`;
+  return `${counted(total, CORE_WORD[device.hardware_type] || 'core')} (${activeText})`;
 }
 
 function facts(items) {

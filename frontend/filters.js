@@ -38,9 +38,10 @@ export function filterBar(rows, filters, onChange) {
     (v) => update({boundBy: v}),
     {id: 'filter-bound'},
   );
+  const programLabels = new Map(rows.map((r) => [r.program, r.programLabel || r.program]));
   const program = selectField(
     'Program',
-    all(programs, 'programs'),
+    [['', 'All programs'], ...programs.map((v) => [v, programLabels.get(v) || v || '(none)'])],
     current.program,
     (v) => update({program: v}),
     {id: 'filter-program'},

@@ -29,18 +29,44 @@ export function duration(us) {
   return `${num(us)} µs`;
 }
 
-/** A fraction (0.42) as a percentage (42%), with more digits for small values. */
+/**
+ * A fraction (0.42) as a percentage (42.0%): never an exponent, "−0.0" or absurd digits.
+ * Below 0.01% "< 0.01%", past 1,000% "> 1,000%", below 0.1% two significant digits.
+ */
 export function pct(fraction, digits = 1) {
   if (typeof fraction !== 'number' || !Number.isFinite(fraction)) return '';
   const p = 100 * fraction;
-  if (p !== 0 && Math.abs(p) < 0.1) return `${num(p)}%`;
-  return `${p.toFixed(digits)}%`;
+  const a = Math.abs(p);
+  if (a === 0) return `${(0).toFixed(digits)}%`;
+  if (a < 0.01) return '< 0.01%';
+  if (a > 1000) return p > 0 ? '> 1,000%' : '< \u22121,000%';
+  const text = a < 0.1 ? a.toPrecision(2) : a.toFixed(digits);
+  if (Number(text) === 0) return `${text}%`;
+  return `${p < 0 ? '\u2212' : ''}${text}%`;
+}
+
+/** A count and its noun, singular or plural: "1 CPU core", "8 TensorCores". */
+export function counted(count, singular, plural = `${singular}s`) {
+  return `${num(count)} ${count === 1 ? singular : plural}`;
+}
+
+/**
+ * The FLOP/s unit of a view, from its largest rate (GFLOP/s): TFLOP/s when it reaches
+ * 1 TFLOP/s, so a table and its chart say the same. Returns {scale, unit}: value / scale.
+ */
+export function flopUnit(maxGflops) {
+  const m = Math.abs(maxGflops || 0);
+  if (m >= 1e6) return {scale: 1e6, unit: 'PFLOP/s'};
+  if (m >= 1e3) return {scale: 1e3, unit: 'TFLOP/s'};
+  if (m >= 1 || m === 0) return {scale: 1, unit: 'GFLOP/s'};
+  return {scale: 1e-3, unit: 'MFLOP/s'};
 }
 
 /** A signed change: +1.2, −3.4 (a real minus sign). */
 export function signed(value, formatter = num) {
   if (typeof value !== 'number' || !Number.isFinite(value)) return '';
   const text = formatter(Math.abs(value));
+  if (!/[1-9]/.test(text)) return text; // rounds to zero: no sign ("−0.0")
   if (value > 0) return `+${text}`;
   if (value < 0) return `\u2212${text}`;
   return text;

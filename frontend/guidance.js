@@ -9,6 +9,10 @@ function gain(row) {
 }
 
 export function guidance(row) {
+  if (row.judged === false) {
+    const what = row.classWords || row.rooflineClass;
+    return `${what.charAt(0).toUpperCase()}${what.slice(1)}; not judged by the roofline`;
+  }
   if (row.dtypeNote && !row.aboveRoof) {
     return `${row.dtypeNote} (${row.memoryName} at ${pct(row.memoryEfficiency, 0)} of its peak)`;
   }

@@ -51,8 +51,13 @@ export function boundByLabel(boundBy, memory) {
   return boundBy === 'HBM' ? memory : boundBy;
 }
 
-/** One table/chart row per op record, joined with the json's `ops[]` by module id + name. */
-export function opRows(records, details, device) {
+export const JUDGED = 'compute/memory'; // the roofline_class of the ops a roofline judges
+
+/**
+ * One table/chart row per op record, joined with the json's `ops[]` by module id + name;
+ * `classWords` (the json's `roofline_classes`): what bounds an op the roofline cannot judge.
+ */
+export function opRows(records, details, device, classWords = {}) {
   const memory = mainMemory(device);
   const byKey = new Map((details || []).map((d) => [opKey(d.hlo_module_id, d.hlo_name), d]));
   return records.map((r) => {
@@ -65,6 +70,7 @@ export function opRows(records, details, device) {
       name: r.hlo_name || '',
       category: r.hlo_category || '',
       program: String(r.hlo_module_id ?? ''),
+      programName: d.program_name || '', // the module's name (jit_train_step), when known
       rank: Number(r.rank || 0),
       occurrences: Number(r.occurrences || 0),
       timeUs: time,
@@ -84,6 +90,8 @@ export function opRows(records, details, device) {
       dtypeComputeEfficiency: d.dtype_compute_efficiency ?? 0,
       dtypeEfficiency: d.dtype_roofline_efficiency ?? efficiency,
       dtypeNote: d.dtype_note || '', // "no bf16 ceiling measured: …": not judged on compute
+      rooflineClass: d.roofline_class || JUDGED,
+      classWords: classWords[d.roofline_class] || '',
       wastedUs: d.wasted_time_us ?? time * Math.max(1 - Math.min(efficiency, 1), 0),
       wastedRank: d.wasted_time_rank ?? 0,
       aboveRoof: d.above_roof ?? efficiency > 1.05,
@@ -91,9 +99,18 @@ export function opRows(records, details, device) {
       roofless: device ? device.peaks_known === false : false, // no peaks: no bound, efficiency or waste
       record: r,
     };
+    row.programLabel = programLabel(row.programName, row.program);
+    row.judged = row.rooflineClass === JUDGED;
+    if (!row.judged) row.wastedUs = 0; // never "to gain": the roofline cannot judge it
     row.guidance = guidance(row);
     return row;
   });
+}
+
+/** A program by its module name, its id beside it: "jit_train_step (49)"; the id alone. */
+export function programLabel(name, id) {
+  if (!name) return String(id ?? '');
+  return id === '' || id === undefined || id === null ? name : `${name} (${id})`;
 }
 
 /** Program points of the whole-profile json: Total, Average step, each step. */

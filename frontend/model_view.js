@@ -1,6 +1,7 @@
 // The "Roofline Model" tool: device panel, filters, op-level chart, op table, program-level
 // chart with its steps. Clicking a dot selects its row; clicking a row rings its dot.
 
+import {advicePanel} from './advice.js';
 import {api} from './api.js';
 import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
 import {opColumns} from './columns.js';
@@ -8,7 +9,7 @@ import {devicePanel, deviceTimeText} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {filterBar} from './filters.js';
-import {duration, flopRate, namesPhrase, num, pct, stepsPhrase} from './format.js';
+import {duration, flopRate, flopUnit, namesPhrase, num, pct, stepsPhrase} from './format.js';
 import {
   applyFilters,
   boundByLabel,
@@ -121,7 +122,7 @@ export class ModelView {
     this.total = total;
     const {program, ops} = selectionRecords(data, sel.step, sel.include);
     this.program = program;
-    this.rows = opRows(ops, data.ops, data.device);
+    this.rows = opRows(ops, data.ops, data.device, data.roofline_classes);
     const allRecords = program ? [program, ...ops] : ops;
     this.roofs = roofModel(data.device || {}, allRecords);
     this.memory = mainMemory(data.device || {});
@@ -183,7 +184,8 @@ export class ModelView {
       el('h2', {text: 'Roofline Model'}),
       el('p', {class: 'muted selection-label'}, el('bdi', {text: label})),
     );
-    const parts = [title, devicePanel(this.data, memoryNotes)];
+    const advice = advicePanel(this.data.advice, (key) => this.selectOp(key, true));
+    const parts = [title, advice, devicePanel(this.data, memoryNotes)].filter(Boolean);
     if (!this.rows.length) {
       parts.push(
         status(
@@ -215,7 +217,8 @@ export class ModelView {
       this.chartNotes = el('div', {class: 'notes', 'aria-live': 'polite'});
       this.peaksNote = el('div', {class: 'peaks-note'});
       this.renderPeaksNote();
-      this.table = new SortableTable(opColumns(this.memory), {
+      const rate = flopUnit(Math.max(0, ...this.rows.map((r) => r.flopRate)));
+      this.table = new SortableTable(opColumns(this.memory, rate), {
         id: 'op-table',
         label: 'Ops of the selection',
         sort: {key: 'self_time_us', dir: 'desc'},

@@ -22,11 +22,13 @@ from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
 from ..peaks.devices import DTYPES, main_memory
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
+from ..roofline.classes import BOUND_WORDS, JUDGED, roofline_classes
 from ..roofline.formulas import ridge_point, safe_divide
 from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
 from ..roofline.records import SOURCE_COLUMNS, RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
+from .advice import advice_lines
 from .datatable import csv_pieces, datatable_pieces
 from .json_text import (
     Field,
@@ -287,12 +289,20 @@ def _op_detail_columns(
     compute = safe_divide(ops["measured_flop_rate"], ceiling)
     memory = ops["memory_bw_relative_to_hw_limit"]
     efficiency = ops["roofline_efficiency"]
+    classes = roofline_classes(
+        ops["hlo_name"], ops["hlo_category"], ops["measured_flop_rate"], ops["measured_memory_bw"]
+    )
+    judged = classes == JUDGED
     # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
     capped = np.where(1.0 < efficiency, 1.0, efficiency)
     wasted = ops["total_self_time_in_us"] * np.where(0.0 > 1.0 - capped, 0.0, 1.0 - capped)
     wasted[no_ceiling] = 0.0  # with no compute ceiling, what could be gained is unknown
-    wasted_rank = np.empty(len(ops), np.int64)
-    wasted_rank[np.argsort(-wasted, kind="stable")] = np.arange(1, len(ops) + 1)
+    wasted = np.where(judged, wasted, 0.0)  # the roofline cannot judge the others
+    # Ranked: the judged ops, most wasted time first (ties in record order); the others 0.
+    order = np.flatnonzero(judged)
+    order = order[np.argsort(-wasted[order], kind="stable")]
+    wasted_rank = np.zeros(len(ops), np.int64)
+    wasted_rank[order] = np.arange(1, len(order) + 1)
     return {
         "hlo_module_id": list(map(str, ops["hlo_module_id"].tolist())),
         "hlo_name": ops["hlo_name"],
@@ -308,7 +318,33 @@ def _op_detail_columns(
         "dtype_note": [
             NO_CEILING.format(dtype=d) if n else "" for d, n in zip(dtypes, no_ceiling.tolist())
         ],
+        "roofline_class": classes.tolist(),
+        "program_name": [
+            stats.program_names.get(int(m), "") for m in ops["hlo_module_id"].tolist()
+        ],
     }
+
+
+def advice(model: RooflineModel, stats: OpStats, selection: Selection) -> list[dict]:
+    """ "Where the time goes" of the selection (``render.advice``)."""
+    ops = selected_ops(model, selection)
+    columns = _op_detail_columns(model, stats, selection)
+    device = device_summary(stats)
+    return advice_lines(
+        names=ops["hlo_name"].tolist(),
+        module_ids=list(columns["hlo_module_id"]),
+        categories=ops["hlo_category"].tolist(),
+        bound_by=ops["bound_by"].tolist(),
+        efficiency=ops["roofline_efficiency"],
+        wasted_us=np.asarray(columns["wasted_time_us"]),
+        wasted_rank=np.asarray(columns["wasted_time_rank"]),
+        self_time_us=ops["total_self_time_in_us"],
+        classes=list(columns["roofline_class"]),
+        dtypes=list(columns["dtype"]),
+        device_time_us=selection.db.total_time_ps / 1e6,
+        memory=device["main_memory"],
+        peaks_known=bool(device["peaks_known"]),
+    )
 
 
 def _unattributed(stats: OpStats) -> list[dict]:
@@ -632,6 +668,8 @@ def _body(
         "ops": op_details(model, stats, selection) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
+        "advice": advice(model, stats, selection),
+        "roofline_classes": dict(BOUND_WORDS),
         "database": database,
     }
 

@@ -16,6 +16,7 @@ from ..wording import numbered, terminal_safe
 from .export import (
     NO_CEILING_BOUND,
     above_roof_warning,
+    advice,
     device_summary,
     no_ceiling_info,
     no_ceiling_ops,
@@ -78,7 +79,7 @@ def _header(memory: str) -> list[str]:
         "step/rank",
         "operation",
         "bound by",
-        "time (us)",
+        "time (µs)",
         "time %",
         "GFLOP/s",
         f"{memory} GiB/s",
@@ -164,6 +165,9 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     device = device_summary(stats)
     known, memory = device["peaks_known"], device["main_memory"]
     out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
+    answer = advice(model, stats, select(stats, TOTAL))
+    if answer:
+        out.extend(["", "where the time goes:", *(f"- {a['text']}" for a in answer)])
     records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
     rows = [_header(memory)]
     steps = []

@@ -81,6 +81,18 @@ def plotly_version() -> str | None:
     return getattr(plotly, "__version__", None)
 
 
+class _NotModified(wrappers.Response):
+    """A 304 that keeps its Content-Type: werkzeug drops it as an entity header, and
+    TensorBoard's security validator then logs "Content-Type is required on a Response" for
+    every revalidated file."""
+
+    def get_wsgi_headers(self, environ):
+        headers = super().get_wsgi_headers(environ)
+        if "Content-Type" not in headers and "Content-Type" in self.headers:
+            headers["Content-Type"] = self.headers["Content-Type"]
+        return headers
+
+
 def respond(request, path: str, content_type: str, *, immutable_version: str | None = None):
     """The file as an answer: 304 when the browser's copy is current, else 200 (gzip).
 
@@ -100,7 +112,8 @@ def respond(request, path: str, content_type: str, *, immutable_version: str | N
     if not werkzeug_http.is_resource_modified(
         request.environ, etag=static.etag, last_modified=modified
     ):
-        response = wrappers.Response(status=304)
+        response = _NotModified(status=304)
+        response.headers["Content-Type"] = static.content_type
         for name, value in headers:
             response.headers[name] = value
         response.headers["X-Content-Type-Options"] = "nosniff"
