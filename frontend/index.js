@@ -12,6 +12,7 @@
 // Every module app.js needs, directly or not, fetched at once (modulepreload) instead of one
 // level of imports after another (tests/test_frontend_scale.py checks the list is complete).
 export const MODULES = [
+  'advice.js',
   'api.js',
   'app.js',
   'charts.js',
