@@ -30,7 +30,7 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
-FORMAT = "tb-roofline-stats/6"  # 6: CPU steps never overlap, Total holds them (issue 20)
+FORMAT = "tb-roofline-stats/7"  # 7: XLA:CPU self times are busy shares; the host's devices
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
@@ -103,6 +103,8 @@ def dumps(stats: OpStats) -> bytes:
         "program_names": {str(k): v for k, v in stats.program_names.items()},
         "steps": [[int(s.step_num), bool(s.complete), int(s.duration_ps)] for s in stats.steps],
         "unattributed": stats.unattributed is not None,
+        "devices": [int(d) for d in stats.devices],
+        "device": stats.device,
     }
     arrays["meta"] = np.asarray(json.dumps(meta))
     out = io.BytesIO()
@@ -154,6 +156,8 @@ def loads(data: bytes) -> OpStats:
             unattributed=_db_from("unattributed", npz) if meta["unattributed"] else None,
             notes=list(meta["notes"]),
             program_names={int(k): v for k, v in meta["program_names"].items()},
+            devices=[int(d) for d in meta["devices"]],
+            device=None if meta["device"] is None else int(meta["device"]),
         )
 
 
