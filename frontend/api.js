@@ -54,6 +54,10 @@ const withPeaks = (params, peaks) => (peaks ? {...params, peaks} : params);
 
 export const api = {
   runs: () => getJson('runs'),
+  /** What the logdir holds but is not read (stray *.xplane.pb files, misnamed traces). */
+  logdirNotes: () => getJson('logdir_notes'),
+  /** What the conversion of a selection is doing now (stage, time so far); never cached. */
+  progress: (run, host) => getJson('progress', {run, host}),
   hosts: (run) => getJson('hosts', {run}),
   steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
   /** Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or a `peaks` value. */

@@ -16,6 +16,8 @@ export const state = {
   runs: [],
   hosts: [],
   steps: {has_step_markers: false, steps: []},
+  stepsLoading: false, // the steps of the chosen host are on their way (the profile converts)
+  logdirNotes: [], // what the logdir holds but is not read (the `logdir_notes` route)
   run: '',
   host: '',
   tool: 'model', // 'model' | 'compare'

@@ -95,8 +95,8 @@ def time_note(stats: OpStats) -> str | None:
     unit = core_unit(stats.run_env.hardware_type)
     return (
         f"Times are {time_meaning(stats)}: Total, Average, each step and each op add up the "
-        f"time of every {unit}. A step's wall time (duration_us of the steps) is that of its "
-        f"longest-running {unit}."
+        f"time of every {unit}, so they are longer than wall time (a step's wall time is that "
+        f"of its longest-running {unit})."
     )
 
 

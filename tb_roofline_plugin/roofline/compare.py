@@ -233,15 +233,16 @@ def compare_table(result: dict, top: int = 20) -> str:
     name = memory["a"] if memory["a"] == memory["b"] else f"{memory['a']} -> {memory['b']}"
     time = result.get("time", {"a": "", "b": ""})
     change = f"({_fmt(p['time_us_delta_pct'], '+.1f')}%)"
+    per_step = result.get("per_step", {})
+    head = "Program time per step" if per_step.get("a") and per_step.get("b") else "Program time"
     if time["a"] == time["b"]:
         what = time["a"].split(", ", 1)  # [device time words, "per step (...)"]
-        head = "Program time per step" if result.get("per_step", {}).get("a") else "Program time"
         program_lines = [
             f"{head} ({what[0]}): {_fmt(p['time_us_a'])} -> {_fmt(p['time_us_b'])} µs {change}"
         ]
     else:
         program_lines = [
-            f"Program time {change}:",
+            f"{head} {change}:",
             f"  A: {_fmt(p['time_us_a'])} µs, {time['a']}",
             f"  B: {_fmt(p['time_us_b'])} µs, {time['b']}",
         ]

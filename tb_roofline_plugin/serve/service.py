@@ -26,7 +26,7 @@ from ..peaks.perf_env import PerfEnv
 from ..platforms.analysis import READERS, WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
-from ..render.export import complete_json_text, selection_model, step_dicts
+from ..render.export import complete_json_text, selection_model, step_dicts, time_meaning
 from ..roofline.compare import Side, compare
 from ..roofline.model import RooflineModel, roofline_model
 from ..roofline.records import MAX_OP_RECORDS
@@ -542,6 +542,7 @@ class RooflineService:
         return {
             "has_step_markers": stats.has_step_markers,
             "steps": step_dicts(stats.steps),
+            "time_meaning": time_meaning(stats),
         }
 
     def data(
