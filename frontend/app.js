@@ -234,6 +234,7 @@ export class App {
     this.modelNode.hidden = compare;
     this.compareNode.hidden = !compare;
     if (compare) {
+      this.model.endLoading(); // hidden now: its loading status stops polling
       if (!state.compare.a.run || !state.compare.b.run) state.compare = this.defaultCompare();
       await Promise.all([this.loadSide('a', state.compare.a), this.loadSide('b', state.compare.b)]);
       remember();

@@ -9,6 +9,7 @@ import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {
   byteRate,
+  counted,
   duration,
   escapeHtml as esc,
   flopRate,
@@ -202,9 +203,12 @@ export class CompareView {
           : '') +
         '.',
     ];
-    if (only('A') || only('B')) notes.push(`${only('A')} op(s) only in A, ${only('B')} only in B.`);
+    if (only('A') || only('B'))
+      notes.push(`${counted(only('A'), 'op')} only in A, ${only('B')} only in B.`);
     if (this.unplaced)
-      notes.push(`${this.unplaced} op(s) with no FLOPs or no byte counts are in the table only.`);
+      notes.push(
+        `${counted(this.unplaced, 'op')} with no FLOPs or no byte counts ${this.unplaced === 1 ? 'is' : 'are'} in the table only.`,
+      );
     const warnings = this.result.warnings || [];
     if (this.deviceNote) notes.push(this.deviceNote);
     if (this.roofs.none)

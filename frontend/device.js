@@ -157,9 +157,9 @@ function messages(diagnostics, notes, unattributed) {
   add('warning', 'Warning', diagnostics.warnings);
   add('info', 'Note', diagnostics.info);
   add('info', 'Note', notes);
-  for (const [copies, what] of [
-    [false, 'GPU kernel(s) not attributed to any op'],
-    [true, 'GPU memory copies and sets'],
+  for (const [copies, one, many] of [
+    [false, 'GPU kernel not attributed to any op', 'GPU kernels not attributed to any op'],
+    [true, 'GPU memory copy or set', 'GPU memory copies and sets'],
   ]) {
     const mine = (unattributed || []).filter((k) => (k.category === 'memory copy') === copies);
     if (!mine.length) continue;
@@ -175,7 +175,7 @@ function messages(diagnostics, notes, unattributed) {
         {class: 'info'},
         el('strong', {text: 'Note: '}),
         readableMessage(
-          `${num(count)} ${what} (${duration(time)}) count in device time and are not in the table: ${names}${mine.length > 4 ? ', …' : ''}`,
+          `${num(count)} ${count === 1 ? one : many} (${duration(time)}) ${count === 1 ? 'counts' : 'count'} in device time and ${count === 1 ? 'is' : 'are'} not in the table: ${names}${mine.length > 4 ? ', …' : ''}`,
         ),
       ),
     );

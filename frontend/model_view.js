@@ -88,7 +88,7 @@ export class ModelView {
     const key = `${sel.run}\u0000${sel.host}`;
     this.container.dataset.state = 'loading';
     if (this.shownKey === key) {
-      this.dim(label, key); // a view of this profile is on the page: it stays until the new one
+      this.dim(label, key, sel); // a view of this profile is on the page: it stays till the new
       return;
     }
     if (this.loading && this.loading.key === key && !this.loading.stale) return; // counting on
@@ -105,9 +105,9 @@ export class ModelView {
   }
 
   /** Keeps the current view, dimmed and inert, with a loading status over it. */
-  dim(label, key) {
+  dim(label, key, sel) {
     this.endLoading();
-    const progress = loadingProgress(`Loading ${label}…`, '', '');
+    const progress = loadingProgress(`Loading ${label}…`, sel.run, sel.host);
     progress.node.classList.add('stale-status');
     this.loading = {key, stale: true, progress};
     this.container.classList.add('stale');
