@@ -56,6 +56,10 @@ const withDevice = (params, device) => (device && device !== 'all' ? {...params,
 
 export const api = {
   runs: () => getJson('runs'),
+  /** What the logdir holds but is not read (stray *.xplane.pb files, misnamed traces). */
+  logdirNotes: () => getJson('logdir_notes'),
+  /** What the conversion of a selection is doing now (stage, time so far); never cached. */
+  progress: (run, host) => getJson('progress', {run, host}),
   hosts: (run) => getJson('hosts', {run}),
   steps: (run, host, device = 'all') =>
     getJson('steps', withDevice({run, host}, device), {cached: true}),

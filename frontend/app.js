@@ -40,9 +40,16 @@ export class App {
     this.polling = null;
   }
 
+  /**
+   * The sidebar first, then each list as it comes: the runs (a walk of the logdir, fast), the
+   * hosts, and only then the steps, which need the profile converted (seconds for a big one,
+   * with its stage and time so far in the view meanwhile).
+   */
   async start() {
+    this.renderSidebar();
     show(this.modelNode, status('loading', 'Looking for profiles…'));
     const peaksLoaded = this.loadPeaksChoices(); // at the same time as the runs
+    const notesLoaded = this.loadLogdirNotes();
     try {
       state.runs = await api.runs();
     } catch (err) {
@@ -53,22 +60,28 @@ export class App {
       );
       return;
     }
-    if (!state.runs.length) {
-      this.renderSidebar();
-      this.modelNode.dataset.state = 'empty';
-      show(this.modelNode, status('empty', NO_RUNS));
-      return;
-    }
     const saved = restore();
     state.tool = saved.tool === 'compare' ? 'compare' : 'model';
     state.include = saved.include !== false;
+    if (!state.runs.length) {
+      await notesLoaded;
+      this.renderSidebar();
+      this.modelNode.dataset.state = 'empty';
+      show(
+        this.modelNode,
+        status('empty', NO_RUNS, state.logdirNotes.length ? state.logdirNotes.join(' ') : ''),
+      );
+      return;
+    }
+    state.run = state.runs.includes(saved.run) ? saved.run : state.runs[0];
+    this.renderSidebar(); // the runs, at once
+    notesLoaded.then(() => state.logdirNotes.length && this.renderSidebar());
     await peaksLoaded;
     state.peaks = validPeaks(this.peaksChoices).includes(saved.peaks) ? saved.peaks : '';
     if (this.peaksChoices && this.peaksChoices.calibration.state === 'running')
       this.pollCalibration();
-    const run = state.runs.includes(saved.run) ? saved.run : state.runs[0];
     if (saved.compare && saved.compare.a && saved.compare.b) state.compare = saved.compare;
-    await this.chooseRun(run, saved);
+    await this.chooseRun(state.run, saved);
   }
 
   handlers() {
@@ -115,8 +128,19 @@ export class App {
     if (again) again.focus();
   }
 
+  /** What the logdir holds but is not read, said under the run list. */
+  async loadLogdirNotes() {
+    try {
+      state.logdirNotes = (await api.logdirNotes()).notes || [];
+    } catch {
+      state.logdirNotes = []; // only a note: the runs are what matters
+    }
+  }
+
   async chooseRun(run, saved = {}) {
     state.run = run;
+    state.hosts = [];
+    this.renderSidebar();
     try {
       state.hosts = await api.hosts(run);
     } catch (err) {
@@ -131,13 +155,22 @@ export class App {
   }
 
   async chooseHost(host, savedStep, savedDevice = ALL_DEVICES) {
+    const run = state.run;
     state.host = host;
-    if (host) api.roofline(state.run, host, 'total', state.peaks).catch(() => {}); // needed by every view: start now
+    if (host) api.roofline(run, host, 'total', state.peaks).catch(() => {}); // needed by every view: start now
+    // The steps need the profile converted: the sidebar shows the run and host now, the view
+    // the conversion's stage and time so far.
+    state.stepsLoading = Boolean(host);
+    this.renderSidebar();
+    if (host && state.tool === 'model')
+      this.model.showLoading({run, host, step: String(savedStep ?? state.step)});
     try {
-      state.steps = await api.steps(state.run, host);
+      state.steps = await api.steps(run, host);
     } catch {
       state.steps = null; // unknown: the view shows the profile's error
     }
+    if (state.run !== run || state.host !== host) return; // another choice came meanwhile
+    state.stepsLoading = false;
     state.devices = (state.steps && state.steps.devices) || [];
     state.device = validDevice(state.devices, savedDevice);
     if (state.device !== ALL_DEVICES) await this.loadDeviceSteps();
@@ -228,6 +261,7 @@ export class App {
     this.modelNode.hidden = compare;
     this.compareNode.hidden = !compare;
     if (compare) {
+      this.model.endLoading(); // hidden now: its loading status stops polling
       if (!state.compare.a.run || !state.compare.b.run) state.compare = this.defaultCompare();
       await Promise.all([this.loadSide('a', state.compare.a), this.loadSide('b', state.compare.b)]);
       remember();

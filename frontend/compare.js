@@ -9,6 +9,7 @@ import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {
   byteRate,
+  counted,
   duration,
   escapeHtml as esc,
   flopRate,
@@ -56,16 +57,37 @@ function point(record, side, label, memory) {
 
 const fixed2 = (v) => v.toFixed(2);
 
+/**
+ * The Program's time change: "Program time per step (device time summed over 8 TensorCores)
+ * 5.592 ms → 5.597 ms (+4.4 µs, +0.08%)", each side's own words when they differ. `time`,
+ * `perStep`: the compare route's `time` and `per_step` (what each side's times are).
+ */
+export function programTimeText(p, time = {}, perStep = {}) {
+  const change = `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`;
+  const a = time.a || '';
+  const b = time.b || '';
+  const head = perStep.a && perStep.b ? 'Program time per step' : 'Program time';
+  if (a === b) {
+    const [words] = a.split(', ');
+    return `${head}${words ? ` (${words})` : ''} ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ${change}`;
+  }
+  return `${head} ${duration(p.time_us_a)} (A: ${a}) → ${duration(p.time_us_b)} (B: ${b}) ${change}`;
+}
+
+/** What each side's times are: "Times: device time summed over 8 TensorCores, per step (...)." */
+export function basisText(time = {}) {
+  if (!time.a && !time.b) return '';
+  return time.a === time.b ? `Times: ${time.a}.` : `Times: A ${time.a}; B ${time.b}.`;
+}
+
 /** The program change in one sentence; `roofless`: no peaks known, so no efficiency or bound. */
-export function summaryText(p, memory = 'HBM', roofless = false) {
-  const time =
-    `Program time per step ${duration(p.time_us_a)} → ${duration(p.time_us_b)} ` +
-    `(${signed(p.time_us_delta, duration)}, ${signed(p.time_us_delta_pct, fixed2)}%)`;
+export function summaryText(p, memory = 'HBM', roofless = false, time = {}, perStep = {}) {
+  const timeText = programTimeText(p, time, perStep);
   const flops = `FLOP rate ${signed(p.flop_rate_delta_pct, fixed2)}%`;
   const parts = roofless
-    ? [time, flops, 'no peaks known, so no roofline efficiency or bound']
+    ? [timeText, flops, 'no peaks known, so no roofline efficiency or bound']
     : [
-        time,
+        timeText,
         `roofline efficiency ${pct(p.efficiency_a)} → ${pct(p.efficiency_b)} (${signed(100 * (p.efficiency_delta || 0), fixed2)} points)`,
         flops,
         `bound by ${boundByLabel(p.bound_by_a, memory)} → ${boundByLabel(p.bound_by_b, memory)}`,
@@ -155,10 +177,7 @@ export class CompareView {
     this.peaksSource = (dataA.device || {}).peaks_source || '';
     const devA = (dataA.device || {}).device_type;
     const devB = (dataB.device || {}).device_type;
-    this.deviceNote =
-      devA !== devB
-        ? `A ran on ${devA || 'an unknown device'} and B on ${devB || 'an unknown device'}: the roofs drawn are A's.`
-        : '';
+    this.deviceNote = devA !== devB ? "The roofs drawn are A's." : '';
   }
 
   build(a, b) {
@@ -184,9 +203,13 @@ export class CompareView {
           : '') +
         '.',
     ];
-    if (only('A') || only('B')) notes.push(`${only('A')} op(s) only in A, ${only('B')} only in B.`);
+    if (only('A') || only('B'))
+      notes.push(`${counted(only('A'), 'op')} only in A, ${only('B')} only in B.`);
     if (this.unplaced)
-      notes.push(`${this.unplaced} op(s) with no FLOPs or no byte counts are in the table only.`);
+      notes.push(
+        `${counted(this.unplaced, 'op')} with no FLOPs or no byte counts ${this.unplaced === 1 ? 'is' : 'are'} in the table only.`,
+      );
+    const warnings = this.result.warnings || [];
     if (this.deviceNote) notes.push(this.deviceNote);
     if (this.roofs.none)
       notes.push(
@@ -216,11 +239,21 @@ export class CompareView {
         el('p', {
           class: 'summary-line',
           id: 'compare-summary',
-          text: summaryText(p, this.memory, this.roofs.none),
+          text: summaryText(
+            p,
+            this.memory,
+            this.roofs.none,
+            this.result.time,
+            this.result.per_step,
+          ),
         }),
+        warnings.map((text) =>
+          el('p', {class: 'note warning', 'data-note': 'compare-warning', role: 'note', text}),
+        ),
         el('p', {
           class: 'muted',
-          text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. Totals are divided by their number of complete steps, so runs compare per step.`,
+          id: 'compare-basis',
+          text: `Program FLOP rate ${flopRate(p.flop_rate_a)} → ${flopRate(p.flop_rate_b)}; ${this.memory} ${byteRate(gibToGb(p.hbm_bw_a))} → ${byteRate(gibToGb(p.hbm_bw_b))}. A Total compares as its Average step (the mean complete step), so runs compare per step. ${basisText(this.result.time)}`,
         }),
       ),
       el(

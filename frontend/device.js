@@ -24,18 +24,25 @@ export function peaksSourceText(source) {
   return source;
 }
 
-/** What a Program time is: device time, summed over the cores when there are several. */
+/** What one core is called: the server's word (json `device.core_unit`), else ours. */
+const coreWord = (device) => device.core_unit || CORE_WORD[device.hardware_type] || 'core';
+
+/**
+ * What every time is: device time, summed over the cores when there are several (the
+ * server's words, json `device.time_meaning`, as the summary and Compare say them).
+ */
 export function deviceTimeText(device) {
+  if (device.time_meaning) return device.time_meaning;
   const count = device.device_core_count ?? 0;
   if (count <= 1) return 'device time';
-  return `device time summed over ${counted(count, CORE_WORD[device.hardware_type] || 'core')}`;
+  return `device time summed over ${counted(count, coreWord(device))}`;
 }
 
 function coresText(device) {
   const total = device.device_core_count ?? 0;
   const active = device.active_core_count ?? total;
   const activeText = active === total ? `all with ops` : `${active} with ops`;
-  return `${counted(total, CORE_WORD[device.hardware_type] || 'core')} (${activeText})`;
+  return `${counted(total, coreWord(device))} (${activeText})`;
 }
 
 function facts(items) {
@@ -150,9 +157,9 @@ function messages(diagnostics, notes, unattributed) {
   add('warning', 'Warning', diagnostics.warnings);
   add('info', 'Note', diagnostics.info);
   add('info', 'Note', notes);
-  for (const [copies, what] of [
-    [false, 'GPU kernel(s) not attributed to any op'],
-    [true, 'GPU memory copies and sets'],
+  for (const [copies, one, many] of [
+    [false, 'GPU kernel not attributed to any op', 'GPU kernels not attributed to any op'],
+    [true, 'GPU memory copy or set', 'GPU memory copies and sets'],
   ]) {
     const mine = (unattributed || []).filter((k) => (k.category === 'memory copy') === copies);
     if (!mine.length) continue;
@@ -168,7 +175,7 @@ function messages(diagnostics, notes, unattributed) {
         {class: 'info'},
         el('strong', {text: 'Note: '}),
         readableMessage(
-          `${num(count)} ${what} (${duration(time)}) count in device time and are not in the table: ${names}${mine.length > 4 ? ', …' : ''}`,
+          `${num(count)} ${count === 1 ? one : many} (${duration(time)}) ${count === 1 ? 'counts' : 'count'} in device time and ${count === 1 ? 'is' : 'are'} not in the table: ${names}${mine.length > 4 ? ', …' : ''}`,
         ),
       ),
     );

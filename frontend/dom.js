@@ -39,17 +39,26 @@ function append(node, children) {
 
 /**
  * A labelled <select>. options: values or [value, text] pairs. Returns the wrapping label;
- * (label.control is the select, as for every label).
+ * (label.control is the select, as for every label). Each option, and the select, carry
+ * their full text as a title: a long run name cut by the select's width shows on hover.
  */
 export function selectField(label, options, value, onChange, attrs = {}) {
   const control = el('select', attrs);
   for (const option of options) {
     const [optionValue, text] = Array.isArray(option) ? option : [option, option];
-    const item = el('option', {value: optionValue, text});
+    const item = el('option', {value: optionValue, text, title: text});
     if (String(optionValue) === String(value)) item.selected = true;
     control.append(item);
   }
-  control.addEventListener('change', () => onChange(control.value));
+  const titled = () => {
+    const chosen = control.selectedOptions[0];
+    control.title = chosen ? chosen.textContent : '';
+  };
+  titled();
+  control.addEventListener('change', () => {
+    titled();
+    onChange(control.value);
+  });
   const field = el(
     'label',
     {class: 'field'},

@@ -26,6 +26,7 @@ import {
 import {noRoofsNote} from './peaks.js';
 import {pageCount, pager} from './pager.js';
 import {loadPlotly} from './plotly.js';
+import {loadingProgress} from './progress.js';
 import {selectionLabel, stepsWithoutOps} from './state.js';
 import {SortableTable} from './table.js';
 import {colors, onThemeChange} from './theme.js';
@@ -69,28 +70,68 @@ export class ModelView {
     this.onCalibrate = onCalibrate;
     this.peaksChoices = null;
     this.peaksNote = null;
+    this.loading = null; // the loading status shown: {key, stale, progress}
+    this.shownKey = ''; // run and host of the view on the page ('' when none)
     this.token = 0;
     this.selectedKey = '';
     this.boxKeys = null;
     onThemeChange(() => this.redraw());
   }
 
+  /**
+   * Says that `sel` is on its way: over the view of the same run and host (another step,
+   * the infeed/outfeed toggle, other peaks) the current view stays, dimmed, with a small
+   * status on top; otherwise a status with the server's stage and the time so far.
+   */
+  showLoading(sel) {
+    const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
+    const key = `${sel.run}\u0000${sel.host}`;
+    this.container.dataset.state = 'loading';
+    if (this.shownKey === key) {
+      this.dim(label, key, sel); // a view of this profile is on the page: it stays till the new
+      return;
+    }
+    if (this.loading && this.loading.key === key && !this.loading.stale) return; // counting on
+    this.endLoading();
+    this.purge();
+    this.shownKey = '';
+    const progress = loadingProgress(
+      `Loading the roofline of ${label}… (the first load of a large profile can take a while)`,
+      sel.run,
+      sel.host,
+    );
+    this.loading = {key, stale: false, progress};
+    show(this.container, progress.node);
+  }
+
+  /** Keeps the current view, dimmed and inert, with a loading status over it. */
+  dim(label, key, sel) {
+    this.endLoading();
+    const progress = loadingProgress(`Loading ${label}…`, sel.run, sel.host);
+    progress.node.classList.add('stale-status');
+    this.loading = {key, stale: true, progress};
+    this.container.classList.add('stale');
+    this.container.setAttribute('aria-busy', 'true');
+    this.container.prepend(progress.node);
+  }
+
+  /** The loading status's timers stopped and the view undimmed (the new one is in). */
+  endLoading() {
+    if (this.loading) this.loading.progress.stop();
+    this.loading = null;
+    this.container.classList.remove('stale');
+    this.container.removeAttribute('aria-busy');
+    for (const node of this.container.querySelectorAll(':scope > .stale-status')) node.remove();
+  }
+
   async show(sel) {
     const token = ++this.token;
+    this.showLoading(sel);
     this.sel = sel;
     this.selectedKey = '';
     this.boxKeys = null;
     this.averageProgram = null;
     const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
-    this.container.dataset.state = 'loading';
-    this.purge();
-    show(
-      this.container,
-      status(
-        'loading',
-        `Loading the roofline of ${label}… (the first load of a large profile can take a while)`,
-      ),
-    );
     // Everything but the charts is drawn as soon as the data is here; the charts when the
     // chart library (loading since the page started) is ready too.
     const plotly = this.Plotly ? Promise.resolve(this.Plotly) : loadPlotly();
@@ -106,6 +147,9 @@ export class ModelView {
       ]);
     } catch (err) {
       if (token !== this.token) return;
+      this.endLoading();
+      this.purge();
+      this.shownKey = '';
       this.container.dataset.state = 'error';
       show(
         this.container,
@@ -118,6 +162,8 @@ export class ModelView {
       return;
     }
     if (token !== this.token) return;
+    this.endLoading();
+    this.shownKey = `${sel.run}\u0000${sel.host}`;
     this.data = data;
     this.total = total;
     const {program, ops} = selectionRecords(data, sel.step, sel.include);
@@ -565,7 +611,13 @@ export class ModelView {
     this.programChartPoints = chart.points;
     this.incomplete = incomplete;
     const unplaced = points.filter((p) => !plottable(p.record));
-    const info = [];
+    const info = [
+      el('p', {
+        class: 'note',
+        'data-note': 'time-meaning',
+        text: `Times are ${deviceTimeText(this.total.device || {})}, not wall time (a step's wall time is in the Step picker's Slowest / Fastest hints).`,
+      }),
+    ];
     if (!steps.length) {
       info.push(
         el('p', {
@@ -661,7 +713,9 @@ export class ModelView {
     }
     const start = this.stepPage * STEP_TABLE_PAGE;
     const shown = [...fixed, ...steps.slice(start, start + STEP_TABLE_PAGE)];
-    const head = ['Step', 'Time', 'Performance', 'FLOP/byte', 'Bound by', 'Efficiency'];
+    const meaning = deviceTimeText(this.total.device || {});
+    const head = ['Step', 'Device time', 'Performance', 'FLOP/byte', 'Bound by', 'Efficiency'];
+    const titles = {1: `Program time: ${meaning}, not wall time`};
     const body = shown.map((p) => {
       const r = p.record;
       const chosen = p.step === this.sel.step;
@@ -701,7 +755,9 @@ export class ModelView {
         el(
           'tr',
           {},
-          head.map((h, i) => el('th', {scope: 'col', class: i ? 'num' : '', text: h})),
+          head.map((h, i) =>
+            el('th', {scope: 'col', class: i ? 'num' : '', text: h, title: titles[i] || null}),
+          ),
         ),
       ),
       el('tbody', {}, body),

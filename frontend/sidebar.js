@@ -37,6 +37,30 @@ function stepNote(steps) {
   return null;
 }
 
+/**
+ * What the logdir holds but is not read (stray *.xplane.pb files, misnamed traces): one
+ * warning each, its first clause ("… is not read (loose.xplane.pb)") shown and the rest (how
+ * to lay the files out) a click away.
+ */
+export function logdirNotes(notes) {
+  if (!notes || !notes.length) return null;
+  return el(
+    'div',
+    {class: 'logdir-notes', 'data-note': 'logdir'},
+    notes.map((text) => {
+      const cut = text.indexOf('): ');
+      const head = cut > 0 ? text.slice(0, cut + 1) : text;
+      const rest = cut > 0 ? text.slice(cut + 3) : '';
+      return el(
+        'details',
+        {class: 'hint warning', title: text},
+        el('summary', {text: head}),
+        rest ? el('p', {text: rest}) : null,
+      );
+    }),
+  );
+}
+
 /** One compare side: run, host, step selects in a fieldset. */
 function sideFields(side, label, choice, lists, on) {
   const prefix = `${side}-`;
@@ -74,15 +98,22 @@ export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null
       sideFields('b', 'compared with A', s.compare.b, {runs: s.runs, ...sides.b}, on.side),
       el('p', {
         class: 'hint',
-        text: 'Ops are matched by program and name; the time of "Total" is per step (divided by its complete steps).',
+        text: 'Ops are matched by program and name; "Total" compares per step, as its Average step (the mean complete step).',
       }),
     );
   } else {
     parts.push(
       selectField('Run', s.runs, s.run, on.run, {id: 'run-select'}),
+      logdirNotes(s.logdirNotes),
       selectField('Host', hostOptions(s.hosts), s.host, on.host, {id: 'host-select'}),
-      stepPicker({id: 'step-select', steps: s.steps, value: s.step, onChange: on.step}),
-      stepNote(s.steps),
+      stepPicker({
+        id: 'step-select',
+        steps: s.steps,
+        value: s.step,
+        onChange: on.step,
+        loading: s.stepsLoading,
+      }),
+      s.stepsLoading ? null : stepNote(s.steps),
       devicePicker({id: 'device-select', devices: s.devices, value: s.device, onChange: on.device}),
       checkboxField('Include infeed / outfeed ops', s.include, on.include, {id: 'include-toggle'}),
     );

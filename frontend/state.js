@@ -17,6 +17,8 @@ export const state = {
   hosts: [],
   steps: {has_step_markers: false, steps: []},
   devices: [], // the host's devices that ran ops (the steps route's `devices`)
+  stepsLoading: false, // the steps of the chosen host are on their way (the profile converts)
+  logdirNotes: [], // what the logdir holds but is not read (the `logdir_notes` route)
   run: '',
   host: '',
   tool: 'model', // 'model' | 'compare'

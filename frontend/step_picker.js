@@ -1,7 +1,9 @@
 // The Step picker, usable with thousands of steps: a select with Total, Average and one page
 // of steps (the page of the chosen one), a box to type a step number, previous / next step,
-// and jumps to the slowest and fastest step (by the steps route's duration_us). Every control
-// is a native select, input or button with a label, so the keyboard reaches all of them.
+// and jumps to the slowest and fastest step by device time (the steps route's device_time_us:
+// the figure the program table shows for that step, summed over the cores; wall time beside
+// it). Every control is a native select, input or button with a label, so the keyboard
+// reaches all of them.
 
 import {el} from './dom.js';
 import {duration, num} from './format.js';
@@ -9,21 +11,32 @@ import {listedSteps, stepText} from './state.js';
 
 export const STEP_PAGE = 50; // steps listed in the select at a time
 
+/** A step's device time (µs): its Program time, as the program table shows it. */
+export function stepTime(s) {
+  return Number(s.device_time_us ?? s.duration_us) || 0;
+}
+
 /**
- * The slowest and fastest step by `duration_us`: among the complete steps when there are
- * some (a cut step's time is partial), else among all; a tie goes to the lower step number.
- * `list`: steps sorted by step number.
+ * The slowest and fastest step by device time (`stepTime`): among the complete steps when
+ * there are some (a cut step's time is partial), else among all; a tie goes to the lower
+ * step number. `list`: steps sorted by step number.
  */
 export function extremeSteps(list) {
   const pool = list.some((s) => s.complete) ? list.filter((s) => s.complete) : list;
   let slowest = null;
   let fastest = null;
   for (const s of pool) {
-    const d = Number(s.duration_us) || 0;
-    if (!slowest || d > (Number(slowest.duration_us) || 0)) slowest = s;
-    if (!fastest || d < (Number(fastest.duration_us) || 0)) fastest = s;
+    const d = stepTime(s);
+    if (!slowest || d > stepTime(slowest)) slowest = s;
+    if (!fastest || d < stepTime(fastest)) fastest = s;
   }
   return {slowest, fastest};
+}
+
+/** "step 2: 11.29 ms of device time summed over 8 TensorCores (wall time 1.421 ms)". */
+export function stepTimeText(s, meaning = 'device time') {
+  const wall = s.device_time_us !== undefined ? ` (wall time ${duration(s.duration_us || 0)})` : '';
+  return `step ${s.step_num}: ${duration(stepTime(s))} of ${meaning}${wall}`;
 }
 
 /** The page of `STEP_PAGE` steps holding position `index` (-1: the first page). */
@@ -42,10 +55,10 @@ function rangeText(list) {
  * `-slowest`, `-fastest`, `-message`); steps: the steps route's answer; value: 'total',
  * 'average' or a step number as a string; onChange(value).
  */
-export function stepPicker({id, label = 'Step', steps, value, onChange}) {
+export function stepPicker({id, label = 'Step', steps, value, onChange, loading = false}) {
   const list = listedSteps(steps);
   const index = list.findIndex((s) => String(s.step_num) === String(value));
-  const select = el('select', {id});
+  const select = el('select', {id, disabled: loading, 'aria-busy': loading ? 'true' : null});
   const option = (optionValue, text) =>
     el('option', {value: optionValue, text, selected: String(optionValue) === String(value)});
   select.append(option('total', 'Total (whole profile)'));
@@ -62,11 +75,21 @@ export function stepPicker({id, label = 'Step', steps, value, onChange}) {
   select.addEventListener('change', () => onChange(select.value));
   const labelId = `${id}-label`;
   const parts = [el('label', {class: 'field-label', id: labelId, for: id, text: label}), select];
-  if (list.length >= 2) parts.push(...stepControls(id, list, index, onChange));
+  if (loading)
+    parts.push(
+      el('p', {
+        class: 'hint',
+        id: `${id}-loading`,
+        'data-note': 'steps-loading',
+        text: 'The steps come with the profile: loading…',
+      }),
+    );
+  const meaning = (steps && steps.time_meaning) || 'device time';
+  if (list.length >= 2) parts.push(...stepControls(id, list, index, onChange, meaning));
   return el('div', {class: 'field step-picker', role: 'group', 'aria-labelledby': labelId}, parts);
 }
 
-function stepControls(id, list, index, onChange) {
+function stepControls(id, list, index, onChange, meaning) {
   const go = (s) => onChange(String(s.step_num));
   const message = el('p', {
     class: 'hint step-message',
@@ -120,6 +143,8 @@ function stepControls(id, list, index, onChange) {
     });
   const {slowest, fastest} = extremeSteps(list);
   const which = list.some((s) => s.complete) ? 'complete step' : 'step';
+  const jump = (suffix, word, s) =>
+    button(suffix, `${word} #${s.step_num}`, `${word} ${which}, ${stepTimeText(s, meaning)}`, s);
   return [
     el(
       'div',
@@ -137,18 +162,8 @@ function stepControls(id, list, index, onChange) {
     el(
       'div',
       {class: 'step-jumps'},
-      button(
-        'slowest',
-        `Slowest #${slowest.step_num}`,
-        `Slowest ${which}: step ${slowest.step_num} (${duration(slowest.duration_us || 0)})`,
-        slowest,
-      ),
-      button(
-        'fastest',
-        `Fastest #${fastest.step_num}`,
-        `Fastest ${which}: step ${fastest.step_num} (${duration(fastest.duration_us || 0)})`,
-        fastest,
-      ),
+      jump('slowest', 'Slowest', slowest),
+      jump('fastest', 'Fastest', fastest),
     ),
     message,
   ];

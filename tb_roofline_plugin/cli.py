@@ -218,7 +218,7 @@ def _device(args: argparse.Namespace, files: list[str]) -> int | None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .ops.selection import parse_step, select
+    from .ops.selection import parse_step, per_step_selection
     from .platforms.analysis import analyze_files
     from .roofline.compare import Side, compare, compare_csv, compare_table, slower_by_pct
     from .xspace.sources import profile_files
@@ -232,7 +232,7 @@ def _compare(args: argparse.Namespace) -> int:
         files = profile_files(path, host)
         _refuse_overwriting(args.output, files)
         stats = analyze_files(files, peaks)
-        selection = select(stats, parse_step(step))
+        selection = per_step_selection(stats, parse_step(step))
         label = f"{path}" + (f" host {host}" if host else "") + f" step {selection.label}"
         sides.append(Side(label, stats, selection))
     result = compare(*sides)

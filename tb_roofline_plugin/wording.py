@@ -10,6 +10,11 @@ from collections.abc import Sequence
 NAMED_AT_MOST = 5  # longer lists are a count and a range
 
 
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 step``, ``8 TensorCores``, ``1,500 steps``: a count and its noun, singular or plural."""
+    return f"{count:,} {singular if count == 1 else plural or singular + 's'}"
+
+
 def numbered(numbers: Sequence[int], noun: str) -> str:
     """``step 3``, ``steps 0, 4 and 7``; past ``NAMED_AT_MOST``: ``1,498 steps, 0–1,497``."""
     values = sorted(int(n) for n in numbers)

@@ -325,6 +325,7 @@ def hlo_bytes_target(data: bytes) -> str:
 BASE = "/data/plugin/roofline"
 ROUTES = ("runs", "hosts", "steps", "data", "data_csv", "compare", "static/index.js")
 ROUTES += ("peaks", "calibrate")  # GET calibrate only reads the status; it never starts one
+ROUTES += ("progress", "logdir_notes")
 PARAMS = ("run", "host", "tag", "format", "step", "a_run", "a_host", "a_step", "b_run")
 PARAMS += ("b_host", "b_step", "peaks")
 HOSTILE = (

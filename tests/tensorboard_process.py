@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -20,24 +21,32 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def running_tensorboard(
-    logdir: Path, log_path: Path, timeout_s: float = 90, extra_args: tuple[str, ...] = ()
+    logdir: Path,
+    log_path: Path,
+    timeout_s: float = 90,
+    extra_args: tuple[str, ...] = (),
+    command: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> Iterator[str]:
     """Starts ``tensorboard --logdir LOGDIR [extra_args]`` on a free port; yields its base URL,
-    then stops it.
+    then stops it. ``command``: what to run instead of the ``tensorboard`` script (e.g. a
+    test wrapper, ``python tests/slow_tensorboard.py``), given the same arguments; ``env``:
+    variables added to this process's environment for it.
 
     Waits until ``/data/plugins_listing`` answers; if the process dies or stays silent for
     ``timeout_s``, fails with the end of its log.
     """
-    exe = Path(sys.executable).with_name("tensorboard")
+    exe = command or (str(Path(sys.executable).with_name("tensorboard")),)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [str(exe), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)]
+            [*exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)]
             + list(extra_args),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
         try:
             deadline = time.monotonic() + timeout_s

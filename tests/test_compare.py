@@ -8,7 +8,7 @@ import pytest
 from conftest import run_cli
 
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
-from tb_roofline_plugin.ops.selection import select
+from tb_roofline_plugin.ops.selection import per_step_selection, select
 from tb_roofline_plugin.platforms.analysis import analyze_file
 from tb_roofline_plugin.roofline.compare import Side, compare
 
@@ -113,9 +113,15 @@ def test_cli_compare_csv(profiles, tmp_path):
 
 
 def test_total_selections_compare_per_step(profiles):
+    """Total compares as its Average step: Compare's "per step" is the Average's figure."""
     base, _, _ = profiles
-    total = compare(_side(base, "total"), _side(base, "average"))
     stats = analyze_file(base)
-    assert total["program"]["time_us_a"] == pytest.approx(
-        stats.all_db.total_time_ps / 1e6 / len(stats.complete_steps)
+    total = compare(Side("t", stats, per_step_selection(stats, "total")), _side(base, "average"))
+    complete = stats.complete_steps
+    average_us = sum(s.db.total_time_ps for s in complete) / len(complete) / 1e6
+    assert total["program"]["time_us_a"] == pytest.approx(average_us, rel=1e-9)
+    assert total["program"]["time_us_delta"] == pytest.approx(0.0, abs=1e-6)
+    assert total["per_step"] == {"a": True, "b": True}
+    assert total["time"]["a"] == (
+        f"device time summed over 2 TensorCores, per step (mean of {len(complete)} complete steps)"
     )

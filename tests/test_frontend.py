@@ -521,6 +521,43 @@ def test_choosing_a_step_draws_that_steps_records(session, server):
     session.assert_clean()
 
 
+STEP_ROWS = """() => Object.fromEntries([...document.querySelectorAll('#step-table tbody tr')]
+  .map((tr) => [tr.dataset.step, tr.children[1].textContent]))"""
+
+
+@pytest.mark.parametrize(
+    "run, cores", [(TRAIN, "8 TensorCores"), ("torch_gpu", "2 GPUs")], ids=["tpu", "torch"]
+)
+def test_slowest_and_fastest_say_the_program_tables_figures(session, server, run, cores):
+    """One meaning of time: the Slowest/Fastest jumps name the step's device time, the
+    figure its program-table row shows, with what it is summed over (and its wall time
+    apart); the table says what its times are; Total is never shorter than its steps."""
+    frame = session.show(run, "ALL_HOSTS", "total")
+    steps = api(server, "steps", run=run, host="ALL_HOSTS")
+    meaning = f"device time summed over {cores}"
+    assert steps["time_meaning"] == meaning
+    complete = [s for s in steps["steps"] if s["complete"]]
+    slowest = min(complete, key=lambda s: (-s["device_time_us"], s["step_num"]))
+    fastest = min(complete, key=lambda s: (s["device_time_us"], s["step_num"]))
+    cells = frame.evaluate(STEP_ROWS)
+    for suffix, step in (("slowest", slowest), ("fastest", fastest)):
+        title = frame.get_attribute(f"#step-select-{suffix}", "title")
+        figure = cells[str(step["step_num"])]
+        assert f"step {step['step_num']}: {figure} of {meaning} (wall time " in title, title
+        assert micros_of(figure) == pytest.approx(step["device_time_us"], rel=2e-3)
+        wall = re.search(r"\(wall time ([^)]+)\)", title).group(1)
+        assert micros_of(wall) == pytest.approx(step["duration_us"], rel=2e-3)
+        assert step["duration_us"] < step["device_time_us"]  # several cores: never the same
+    header = frame.locator("#step-table thead th").nth(1)
+    assert header.text_content() == "Device time"
+    assert header.get_attribute("title") == f"Program time: {meaning}, not wall time"
+    note = frame.locator("[data-note=time-meaning]").text_content()
+    assert note.startswith(f"Times are {meaning}, not wall time")
+    total = micros_of(cells["total"])
+    assert total >= sum(micros_of(cells[str(s["step_num"])]) for s in complete) * (1 - 2e-3)
+    session.assert_clean()
+
+
 def test_compare_draws_arrows_and_the_delta_table(session, server):
     frame = session.show(TRAIN, "host0", "1")
     frame.select_option("#tool-select", "compare")

@@ -371,5 +371,5 @@ def test_workers_program_time_is_summed_and_step_duration_is_the_longest(tmp_pat
         assert step.db.total_time_ps == sum(p.steps[i].db.total_time_ps for p in parts)
         assert step.duration_ps == max(p.steps[i].duration_ps for p in parts)
     notes = [n for n in run.notes if "device time summed over" in n]
-    assert len(notes) == 1 and "summed over 2 devices" in notes[0]
+    assert len(notes) == 1 and "summed over 2 GPUs" in notes[0]
     assert sum(n.startswith("kernel time: ") for n in run.notes) == 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from typing import Callable
 
 from ..errors import ProfileError
 from ..files import DEFAULT_MAX_BYTES
@@ -69,11 +70,14 @@ def analyze_trace(
     peaks: PerfEnv | None = None,
     data: bytes | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    parsed: Callable[[], None] | None = None,
 ) -> OpStats:
     """OpStats of one Kineto trace file (``data``: its bytes, when read by the caller; the
     file and its unpacked text at most ``max_bytes``); anything malformed is a one-line
-    ProfileError naming the file."""
+    ProfileError naming the file. ``parsed`` is called once the JSON is parsed (progress)."""
     events = read_trace(path, data, max_bytes)
+    if parsed is not None:
+        parsed()
     try:
         return analyze_events(events, host_name(path), peaks)
     except (ValueError, OverflowError, ArithmeticError, TypeError, IndexError) as exc:

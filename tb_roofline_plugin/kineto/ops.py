@@ -563,7 +563,9 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     _note_unattributed(stats, events, launches, kernel_op)
     _note_unknown(stats, ex)
     share = kernel_share_note(stats.all_db)
-    stats.notes.extend([device_time_note(len(devices)), *([share] if share else [])])
+    stats.notes.extend(
+        [device_time_note(stats.run_env.hardware_type, len(devices)), *([share] if share else [])]
+    )
     if not steps.numbers:
         return stats
     # An execution is in the step holding its op's start; a kernel in its op's step, or

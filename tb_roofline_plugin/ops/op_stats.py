@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..arrays import unique
+from ..peaks.devices import device_time_words
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
@@ -88,6 +89,15 @@ def steps_holding_ops(steps: list[StepInfo]) -> np.ndarray:
     return ran[table.offsets[index + 1]] > ran[table.offsets[index]]
 
 
+def steps_device_time_ps(steps: list[StepInfo]) -> np.ndarray:
+    """Each step's device time (int64 ps, summed over cores: its Program time with
+    infeed/outfeed); of steps sharing a table, from its column at once."""
+    table, index = shared_table(steps)
+    if table is None:
+        return np.fromiter((s.db.total_time_ps for s in steps), np.int64, len(steps))
+    return table.total_time_ps[index]
+
+
 def step_nbytes(steps: list[StepInfo]) -> int:
     """Memory the steps' ops hold: each shared table once, and the steps' own dbs."""
     tables = {id(s.table): s.table for s in steps if s._db is None and s.table is not None}
@@ -117,7 +127,7 @@ def steps_without_ops_note(stats: OpStats) -> str | None:
 ANNOTATION_CATEGORY = "annotation"
 NO_OP_CATEGORY = "kernel without op"
 KERNEL_SHARE_PREFIX = "kernel time: "
-DEVICE_TIME_PREFIX = "Program time (Total, Average and each step) is device time summed over "
+DEVICE_TIME_PREFIX = "Program time (Total, Average and each step) is device time"
 
 
 def kernel_share_note(db: OpMetricsDb) -> str | None:
@@ -138,24 +148,35 @@ def kernel_share_note(db: OpMetricsDb) -> str | None:
     )
 
 
-def device_time_note(devices: int) -> str:
+def device_time_note(hardware_type: str, devices: int) -> str:
     """What Program time and a step's duration mean in a PyTorch GPU trace."""
+    words = device_time_words(hardware_type, devices)
     return (
-        f"{DEVICE_TIME_PREFIX}{devices:,} {'device' if devices == 1 else 'devices'}: on "
-        "each, Total runs from the earlier of the first step's start and its first GPU event "
-        "to the later of the last step's end and its last GPU event, a step from its start "
-        "(or where the step before it ended on that device) to the later of its end and its "
-        "last kernel. A step's duration_us is its wall time (the longest device's)."
+        f"{DEVICE_TIME_PREFIX}{words[len('device time') :]}: on each device, Total runs from "
+        "the earlier of the first step's start and its first GPU event to the later of the "
+        "last step's end and its last GPU event, a step from its start (or where the step "
+        "before it ended on that device) to the later of its end and its last kernel. A "
+        "step's duration_us is its wall time (the longest device's)."
     )
 
 
-def hosts_notes(notes: list[str], db: OpMetricsDb, devices: int) -> list[str]:
-    """Notes of hosts combined: the kernel-share and device-time lines made again for the
-    run (one each, from the combined ops and device count), the others as they are."""
-    out = [n for n in notes if not n.startswith((KERNEL_SHARE_PREFIX, DEVICE_TIME_PREFIX))]
-    if any(n.startswith(DEVICE_TIME_PREFIX) for n in notes):
-        out.append(device_time_note(devices))
-    share = kernel_share_note(db) if any(n.startswith(KERNEL_SHARE_PREFIX) for n in notes) else None
+def hosts_notes(
+    hosts: list[str],
+    notes: list[list[str]],
+    db: OpMetricsDb,
+    devices: int,
+    hardware_type: str = "GPU",
+) -> list[str]:
+    """Notes of hosts combined (``notes[i]`` of ``hosts[i]``): the kernel-share and
+    device-time lines made again for the run (one each, from the combined ops and device
+    count), the others once each, named by their hosts (``hosts_messages``)."""
+    remade = (KERNEL_SHARE_PREFIX, DEVICE_TIME_PREFIX)
+    kept = [[n for n in mine if not n.startswith(remade)] for mine in notes]
+    out = hosts_messages(hosts, kept)
+    every = [n for mine in notes for n in mine]
+    if any(n.startswith(DEVICE_TIME_PREFIX) for n in every):
+        out.append(device_time_note(hardware_type, devices))
+    share = kernel_share_note(db) if any(n.startswith(KERNEL_SHARE_PREFIX) for n in every) else None
     return [*out, share] if share else out
 
 
@@ -207,6 +228,30 @@ class OpStats:
     @property
     def complete_steps(self) -> list[StepInfo]:
         return [s for s in self.steps if s.complete]
+
+
+HOSTS_NAMED_AT_MOST = 3  # a message of some hosts names this many, then counts the rest
+
+
+def hosts_messages(hosts: list[str], messages: list[list[str]]) -> list[str]:
+    """Each host's messages (``messages[i]`` of ``hosts[i]``) said once for the run: as they
+    are when every host says the same, else named by the hosts that say it
+    ("host1: 3 memcpy/memset (12.1 us) ..."), so all-hosts notes never repeat unnamed."""
+    said_by: dict[str, list[str]] = {}
+    for host, theirs in zip(hosts, messages):
+        for message in dict.fromkeys(theirs):
+            said_by.setdefault(message, []).append(host)
+    out = []
+    for message, by in said_by.items():
+        if len(by) == len(hosts):
+            out.append(message)
+            continue
+        shown = by[:HOSTS_NAMED_AT_MOST]
+        who = ", ".join(shown[:-1]) + f" and {shown[-1]}" if len(shown) > 1 else shown[0]
+        if len(by) > len(shown):
+            who = f"{', '.join(shown)} and {len(by) - len(shown):,} more hosts"
+        out.append(f"{who}: {message}")
+    return out
 
 
 def combine_hosts(parts: list[OpStats]) -> OpStats:
@@ -306,9 +351,12 @@ class HostsCombiner:
             if not bws_found and any(part.perf_env.peak_bws_gbps):
                 perf_env.peak_bws_gbps = list(part.perf_env.peak_bws_gbps)
                 bws_found = True
-        diagnostics = Diagnostics()
-        for part in parts:
-            diagnostics.extend(part.diagnostics)
+        hosts = [", ".join(p.hosts) or f"host {i + 1}" for i, p in enumerate(parts)]
+        diagnostics = Diagnostics(
+            info=hosts_messages(hosts, [p.diagnostics.info for p in parts]),
+            warnings=hosts_messages(hosts, [p.diagnostics.warnings for p in parts]),
+            errors=hosts_messages(hosts, [p.diagnostics.errors for p in parts]),
+        )
         devices = {(p.run_env.device_type, _peak_key(p.perf_env)) for p in parts}
         if len(devices) > 1:
             names = ", ".join(sorted({d for d, _ in devices}))
@@ -319,10 +367,16 @@ class HostsCombiner:
         unattributed = [db for db in self._unattributed if db is not None]
         assert self._all is not None
         all_db = self._all.db(0)
-        notes = list(dict.fromkeys(n for p in parts for n in p.notes))
+        notes = hosts_notes(
+            hosts,
+            [p.notes for p in parts],
+            all_db,
+            run_env.device_core_count,
+            run_env.hardware_type,
+        )
         return OpStats(
             unattributed=combine(unattributed) if unattributed else None,
-            notes=hosts_notes(notes, all_db, run_env.device_core_count),
+            notes=notes,
             program_names={k: v for p in parts for k, v in p.program_names.items()},
             hosts=[h for p in parts for h in p.hosts],
             run_env=run_env,

@@ -80,7 +80,7 @@ class Selection:
     db: OpMetricsDb
     record_type: int
     step_num: int = 0
-    steps_in_selection: int = 1  # steps a total spans (for per-step comparisons)
+    averaged_steps: int = 0  # complete steps the db is the mean of (0: not an average)
 
 
 def parse_step(value: str | None) -> str | int:
@@ -108,12 +108,14 @@ def average_db(stats: OpStats) -> OpMetricsDb:
 
 def select(stats: OpStats, step: str | int) -> Selection:
     if step == TOTAL:
-        complete = len(stats.complete_steps)
-        return Selection(
-            TOTAL, stats.all_db, roofline_model_pb2.ALL, steps_in_selection=max(complete, 1)
-        )
+        return Selection(TOTAL, stats.all_db, roofline_model_pb2.ALL)
     if step == AVERAGE:
-        return Selection(AVERAGE, average_db(stats), roofline_model_pb2.AVERAGE_STEP)
+        return Selection(
+            AVERAGE,
+            average_db(stats),
+            roofline_model_pb2.AVERAGE_STEP,
+            averaged_steps=len(stats.complete_steps),
+        )
     for info in stats.steps:
         if info.step_num == step:
             return Selection(str(step), info.db, roofline_model_pb2.PER_STEP, step_num=step)
@@ -123,3 +125,12 @@ def select(stats: OpStats, step: str | int) -> Selection:
     else:  # never a wall of numbers
         known = numbered(numbers, "step")
     raise NotFound(f"no step {step} in this profile ({known})")
+
+
+def per_step_selection(stats: OpStats, step: str | int) -> Selection:
+    """What Compare compares for a step choice: a step, the Average step, or for Total its
+    Average step (the mean complete step), so that Compare's "per step" is the figure the
+    Average step shows; Total without complete steps stays the whole profile."""
+    if step == TOTAL and stats.complete_steps:
+        return replace(select(stats, AVERAGE), label=TOTAL)
+    return select(stats, step)

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from ..errors import ProfileError
 from ..files import read_regular
+from ..wording import counted
 from .perf_env import HBM_RW, SRAM_RD, SRAM_WR, VMEM_RD, VMEM_WR, PerfEnv
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
@@ -85,6 +86,25 @@ def main_memory(hardware_type: str, memory: str = "") -> str:
     if hardware_type in CPU_HARDWARE_TYPES:
         return memory if memory and not memory.startswith(("HBM", "GDDR")) else "DRAM"
     return memory or "HBM"
+
+
+# What one of a host's cores is called, singular: XLA:CPU devices (JAX's
+# --xla_force_host_platform_device_count), GPUs, TensorCores.
+_CORE_UNITS = {"CPU": "device", "CPU_ONLY": "device", "GPU": "GPU", "TPU": "TensorCore"}
+
+
+def core_unit(hardware_type: str) -> str:
+    """``TensorCore``, ``GPU``, ``device`` (XLA:CPU): the unit a profile's cores are counted in."""
+    return _CORE_UNITS.get(hardware_type, "core")
+
+
+def device_time_words(hardware_type: str, cores: int) -> str:
+    """What every Program, step and op time of a profile is: "device time", "device time
+    summed over 8 TensorCores" (each core's busy time added up; a step's wall time is the
+    longest core's, not this). The summary, compare, json and the tab say these words."""
+    if cores <= 1:
+        return "device time"
+    return f"device time summed over {counted(cores, core_unit(hardware_type))}"
 
 
 # The dtypes whose maximum is XProf's single peak (XProf: max of fp32/fp16 vector and

@@ -31,7 +31,7 @@ from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
 from ..ops.step_ops import StepOps, cells, step_ops
 from ..peaks.perf_env import PerfEnv, RunEnvironment
-from ..wording import numbered
+from ..wording import counted, numbered
 from ..xspace.event_table import StringCodes, first_seen_codes, line_tables, may_have_stats
 from ..xspace.profile_reader import HOST_PLANE, Plane, Profile, stat_ids, stat_names
 from .cpu_executions import (
@@ -457,9 +457,10 @@ def cpu_steps(
         unclaimed = unclaimed & (executions.device == chosen)
     if unclaimed.any():
         spans = executions.last_ps[unclaimed] - executions.first_ps[unclaimed]
+        count = int(unclaimed.sum())
         warnings.append(
-            f"{int(unclaimed.sum()):,} XLA program execution(s) ({spans.sum() / 1e6:,.1f} us) "
-            "ran outside every step; they count in Total only."
+            f"{counted(count, 'XLA program execution')} ({spans.sum() / 1e6:,.1f} us) ran "
+            f"outside every step; {'it counts' if count == 1 else 'they count'} in Total only."
         )
     if (held == 0).any():
         missing = [num for num, n in zip(numbers, held.tolist()) if n == 0]

@@ -16,10 +16,17 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
 from ..hlo.cost.shapes import roofline_dtype
-from ..ops.op_stats import OpStats, StepInfo, steps_holding_ops, steps_without_ops_note
+from ..ops.op_stats import (
+    DEVICE_TIME_PREFIX,
+    OpStats,
+    StepInfo,
+    steps_device_time_ps,
+    steps_holding_ops,
+    steps_without_ops_note,
+)
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
-from ..peaks.devices import DTYPES, main_memory
+from ..peaks.devices import DTYPES, core_unit, device_time_words, main_memory
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
 from ..roofline.classes import BOUND_WORDS, JUDGED, roofline_classes
@@ -28,7 +35,7 @@ from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofl
 from ..roofline.records import SOURCE_COLUMNS, RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
-from .advice import advice_lines
+from .advice import advice_lines, percent_text
 from .datatable import csv_pieces, datatable_pieces
 from .json_text import (
     Field,
@@ -72,6 +79,27 @@ def _memories(stats: OpStats) -> list[tuple[str, int]]:
     ]
 
 
+def time_meaning(stats: OpStats) -> str:
+    """What the profile's times are, in the words written beside them ("device time summed
+    over 8 TensorCores")."""
+    return device_time_words(stats.run_env.hardware_type, stats.run_env.device_core_count)
+
+
+def time_note(stats: OpStats) -> str | None:
+    """One line saying that every time of a profile with several cores is summed over them
+    (None with one core, or when the profile's own note says it: PyTorch traces)."""
+    if stats.run_env.device_core_count <= 1:
+        return None
+    if any(n.startswith(DEVICE_TIME_PREFIX) for n in stats.notes):
+        return None
+    unit = core_unit(stats.run_env.hardware_type)
+    return (
+        f"Times are {time_meaning(stats)}: Total, Average, each step and each op add up the "
+        f"time of every {unit}, so they are longer than wall time (a step's wall time is that "
+        f"of its longest-running {unit})."
+    )
+
+
 def device_summary(stats: OpStats) -> dict:
     """Device, peaks (with their source and ridge points) and time-scale facts for the UI."""
     env = stats.perf_env
@@ -91,6 +119,8 @@ def device_summary(stats: OpStats) -> dict:
         "device_type": stats.run_env.device_type,
         "device_core_count": stats.run_env.device_core_count,
         "active_core_count": stats.run_env.active_core_count,
+        "core_unit": core_unit(stats.run_env.hardware_type),
+        "time_meaning": time_meaning(stats),
         "peak_flop_rate_gflops": peak_gflops,
         "memories": memories,
         "main_memory": main_memory(stats.run_env.hardware_type, env.memory),
@@ -211,6 +241,15 @@ def _judged_efficiency(ops: RecordSet, no_ceiling: np.ndarray) -> np.ndarray:
     return np.where(no_ceiling, memory, ops["roofline_efficiency"])
 
 
+def _judged(ops: RecordSet) -> np.ndarray:
+    """True for each op the roofline can judge (``roofline.classes``): an efficiency above
+    the roof means something only for those."""
+    classes = roofline_classes(
+        ops["hlo_name"], ops["hlo_category"], ops["measured_flop_rate"], ops["measured_memory_bw"]
+    )
+    return classes == JUDGED
+
+
 def above_roof_warning(
     model: RooflineModel, selection: Selection, stats: OpStats | None = None
 ) -> str | None:
@@ -225,18 +264,18 @@ def above_roof_warning(
         efficiency = _judged_efficiency(
             ops, _missing_ceilings(stats, ops, _op_dtypes(stats, selection, ops))
         )
-    above = np.flatnonzero(efficiency > ABOVE_ROOF)
+    above = np.flatnonzero((efficiency > ABOVE_ROOF) & _judged(ops))
     if not len(above):
         return None
     above = above[np.argsort(-efficiency[above], kind="stable")]
     names = [
-        f"{name} at {100 * value:,.0f} %"
+        f"{name} at {percent_text(value)}"
         for name, value in zip(
             np.asarray(ops["hlo_name"], object)[above].tolist(), efficiency[above].tolist()
         )
     ]
     return (
-        f"Above their roof by more than {100 * (ABOVE_ROOF - 1):.0f} % (not physical): "
+        f"Above their roof by more than {percent_text(ABOVE_ROOF - 1)} (not physical): "
         f"{named(names, 'op', at_most=3)} of the roof. Likely causes: peaks below the "
         "device's, cache hits counted as memory traffic (small tensors), a time covering only "
         "part of the work (asynchronous ops), or a cost above the real one."
@@ -316,7 +355,7 @@ def _op_detail_columns(
         "dtype_roofline_efficiency": np.where(compute > memory, compute, memory),
         "wasted_time_us": wasted,
         "wasted_time_fraction": safe_divide(wasted, db.total_time_ps / 1e6),
-        "above_roof": _judged_efficiency(ops, no_ceiling) > ABOVE_ROOF,
+        "above_roof": judged & (_judged_efficiency(ops, no_ceiling) > ABOVE_ROOF),
         "wasted_time_rank": wasted_rank,
         "dtype_note": [
             NO_CEILING.format(dtype=d) if n else "" for d, n in zip(dtypes, no_ceiling.tolist())
@@ -616,16 +655,19 @@ def database_dict(database: RooflineModel | roofline_model_pb2.RooflineModelData
 
 
 def step_dicts(steps: list[StepInfo]) -> list[dict]:
-    """Each step as the json export and the steps route give it."""
+    """Each step as the json export and the steps route give it: ``duration_us`` its wall
+    time, ``device_time_us`` its Program time (device time, summed over the cores)."""
     holding = steps_holding_ops(steps).tolist()
+    device_us = (steps_device_time_ps(steps) / 1e6).tolist()
     return [
         {
             "step_num": s.step_num,
             "complete": s.complete,
             "duration_us": s.duration_ps / 1e6,
+            "device_time_us": device,
             "holds_ops": holds,
         }
-        for s, holds in zip(steps, holding)
+        for s, holds, device in zip(steps, holding, device_us)
     ]
 
 
@@ -640,13 +682,14 @@ def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None
     except OverflowError:
         return None
     complete = np.fromiter((s.complete for s in steps), bool, len(steps))
-    keys = ["step_num", "complete", "duration_us", "holds_ops"]
+    keys = ["step_num", "complete", "duration_us", "device_time_us", "holds_ops"]
     literals, tail = object_literals(keys, indent, 2)
     fields = [
         int_field(literals[0], numbers),
         bool_field(literals[1], complete),
         float_field(literals[2], durations / 1e6),
-        bool_field(literals[3], steps_holding_ops(steps)),
+        float_field(literals[3], steps_device_time_ps(steps) / 1e6),
+        bool_field(literals[4], steps_holding_ops(steps)),
     ]
     return list_rows_pieces(fields, tail, indent, 1)
 
@@ -678,9 +721,9 @@ def _body(
 
 
 def _notes(stats: OpStats) -> list[str]:
-    """The profile's notes, and one line when none of its steps holds an op."""
-    empty = steps_without_ops_note(stats)
-    return [*stats.notes, empty] if empty else stats.notes
+    """What times mean, the profile's notes, and one line when none of its steps holds an op."""
+    extra = [time_note(stats), *stats.notes, steps_without_ops_note(stats)]
+    return [n for n in extra if n]
 
 
 def to_json(

@@ -12,7 +12,7 @@ from ..ops.op_stats import KERNEL_SHARE_PREFIX, OpStats
 from ..ops.selection import TOTAL, select
 from ..protos import roofline_model_pb2
 from ..roofline.model import roofline_model
-from ..wording import numbered, terminal_safe
+from ..wording import counted, numbered, terminal_safe
 from .export import (
     NO_CEILING_BOUND,
     above_roof_warning,
@@ -133,22 +133,13 @@ def _step_rows(
     )
 
 
-# What one of a host's cores is, in the device line: XLA:CPU devices (JAX's
-# --xla_force_host_platform_device_count), GPUs, TensorCores.
-CORE_UNITS = {"CPU": "device", "GPU": "GPU", "TPU": "TensorCore"}
-
-
 def _device_lines(device: dict) -> list[str]:
     kind = f"{device['device_type'] or 'unknown'} ({device['hardware_type']})"
-    unit = CORE_UNITS.get(device["hardware_type"], "core")
-    count = device["device_core_count"]
-    cores = f"{count:,} {unit}{'' if count == 1 else 's'}"
+    unit = device["core_unit"]
+    cores = counted(device["device_core_count"], unit)
     if device.get("selected_device") is not None:
-        shown = len(device["devices"])
-        cores = (
-            f"{unit} {device['selected_device']} only (1 of {shown:,} "
-            f"{unit}{'' if shown == 1 else 's'} with ops)"
-        )
+        shown = counted(len(device["devices"]), unit)
+        cores = f"{unit} {device['selected_device']} only (1 of {shown} with ops)"
     if not device["peaks_known"]:
         return [
             f"device: {kind}, {cores}; no peaks known: no roofs, bound or efficiency; OI is "
@@ -196,7 +187,14 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
         rows.append(_record_row(rec, str(rec.rank), known, memory, no_ceiling))
     out = [terminal_safe(line) for line in out]
     out.append("")
-    out.append(_table(rows) if len(rows) > 1 else "no device ops in this profile")
+    if len(rows) > 1:
+        out.append(
+            f"time (µs): {device['time_meaning']}, not wall time (a step's wall time is its "
+            "duration_us in `tb-roofline export --format json`)"
+        )
+        out.append(_table(rows))
+    else:
+        out.append("no device ops in this profile")
     if footnote:
         out.append(footnote)
     out.extend(terminal_safe(n) for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))

@@ -2,10 +2,14 @@
 
 Each side is an OpStats and a Selection. Ops are aligned by (module name, op name):
 program ids change between runs, module names do not (ops of same-named modules are
-summed). Times of a whole-profile selection are divided by its number of complete
-steps, so two runs with different step counts compare per step. Main memory is named as in
-the summary, json and tab (``main_memory``: DRAM on a CPU, the peaks' kind where known); the
-``hbm_bw_*`` keys keep XProf's field name.
+summed). A whole-profile selection is compared as its Average step (the mean complete
+step, ``selection.per_step_selection``), so two runs with different step counts compare per
+step and Compare's "per step" is the figure the Average step shows. Times are device time
+(summed over the cores), and each side's ``time`` says so in words; ``warnings`` say when
+the two sides cannot be compared as they are (no program or op in common, other devices,
+per step against the whole profile). Main memory is named as in the summary, json and tab
+(``main_memory``: DRAM on a CPU, the peaks' kind where known); the ``hbm_bw_*`` keys keep
+XProf's field name.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ import numpy as np
 from ..ops.op_metrics import IDLE_NAME, combine
 from ..ops.op_stats import OpStats
 from ..ops.selection import Selection
-from ..peaks.devices import main_memory
-from ..wording import spreadsheet_safe, terminal_safe
+from ..peaks.devices import device_time_words, main_memory
+from ..protos import roofline_model_pb2
+from ..wording import counted, spreadsheet_safe, terminal_safe
 from .formulas import DatabasePeaks, record_metrics
 from .records import program_db
 
@@ -51,7 +56,6 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
         return memory if label == "HBM" else label
 
     cores = stats.run_env.device_core_count
-    divisor = max(selection.steps_in_selection, 1)
     db = selection.db
     keep = (db.occurrences > 0) & (db.name != IDLE_NAME)
     ops = db.take(np.nonzero(keep)[0])
@@ -68,7 +72,6 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
     for i in range(len(ops)):
         module, name = str(ops.name[i]).split("\0", 1)
         row: dict[str, Any] = {key: float(metrics[field][i]) for key, field in _METRICS}
-        row["time_us"] /= divisor
         row["bound_by"] = bound(str(metrics["bound_by"][i]))
         row["category"] = str(ops.category[i])
         row["wasted_us"] = row["time_us"] * max(1.0 - min(row["efficiency"], 1.0), 0.0)
@@ -76,9 +79,82 @@ def _side_rows(side: Side) -> tuple[dict, dict[tuple[str, str], dict]]:
     prog = program_db([db], True)
     pm = record_metrics(prog, prog.time_ps, peaks, cores)
     program: dict[str, Any] = {key: float(pm[field][0]) for key, field in _METRICS}
-    program["time_us"] /= divisor
     program["bound_by"] = bound(str(pm["bound_by"][0]))
     return program, rows
+
+
+def per_step(side: Side) -> bool:
+    """True when the side's times are of one step (a step, or the mean complete step)."""
+    selection = side.selection
+    return bool(selection.averaged_steps) or selection.record_type == roofline_model_pb2.PER_STEP
+
+
+def time_words(side: Side) -> str:
+    """What the side's times are: "device time summed over 8 TensorCores, per step (mean of 4
+    complete steps)", "device time, of step 3", "device time, of the whole profile"."""
+    env = side.stats.run_env
+    selection = side.selection
+    if selection.averaged_steps:
+        what = f"per step (mean of {counted(selection.averaged_steps, 'complete step')})"
+    elif selection.record_type == roofline_model_pb2.PER_STEP:
+        what = f"of step {selection.step_num}"
+    else:
+        what = "of the whole profile (no complete steps)"
+    return f"{device_time_words(env.hardware_type, env.device_core_count)}, {what}"
+
+
+def _modules(side: Side) -> set[str]:
+    """The module names of the programs with ops in the side's selection."""
+    db = side.selection.db
+    ran = np.unique(db.program_id[(db.occurrences > 0) & (db.name != IDLE_NAME)])
+    names = side.stats.program_names
+    return {names.get(int(p), str(int(p))) for p in ran}
+
+
+def _device(side: Side) -> str:
+    env = side.stats.run_env
+    return env.device_type or env.hardware_type or "an unknown device"
+
+
+def _listed(names: set[str], at_most: int = 3) -> str:
+    shown = sorted(names)[:at_most]
+    return ", ".join(shown) + (
+        f" and {len(names) - at_most:,} more" if len(names) > at_most else ""
+    )
+
+
+def compare_warnings(a: Side, b: Side, matched: int) -> list[str]:
+    """Why A and B may not compare as they are: no program or op in common, other devices or
+    core counts, or one side per step and the other the whole profile."""
+    out = []
+    modules_a, modules_b = _modules(a), _modules(b)
+    if modules_a and modules_b and not modules_a & modules_b:
+        out.append(
+            f"A and B share no program (A: {_listed(modules_a)}; B: {_listed(modules_b)}): "
+            "no op can be matched, so every op is only in A or only in B. Compare runs of "
+            "the same program."
+        )
+    elif modules_a and modules_b and not matched:
+        out.append("A and B share no op: every op is only in A or only in B.")
+    env_a, env_b = a.stats.run_env, b.stats.run_env
+    if _device(a) != _device(b):
+        out.append(
+            f"A ran on {_device(a)} and B on {_device(b)}: each side is judged against its "
+            "own device's peaks, so efficiencies compare but times are of other hardware."
+        )
+    elif env_a.device_core_count != env_b.device_core_count:
+        out.append(
+            f"A's times are {device_time_words(env_a.hardware_type, env_a.device_core_count)}"
+            f" and B's {device_time_words(env_b.hardware_type, env_b.device_core_count)}: "
+            "compare them per core."
+        )
+    if per_step(a) != per_step(b):
+        which, other = ("A", "B") if per_step(a) else ("B", "A")
+        out.append(
+            f"{which}'s times are per step and {other}'s of the whole profile ({other} has no "
+            "complete steps): the times do not compare."
+        )
+    return out
 
 
 def side_memory(side: Side) -> str:
@@ -127,7 +203,17 @@ def compare(a: Side, b: Side) -> dict:
         ops.append(row)
     ops.sort(key=lambda r: (-abs(r["time_us_delta"]), r["program"], r["operation"]))
     memory = {"a": side_memory(a), "b": side_memory(b)}
-    return {"a": a.label, "b": b.label, "memory": memory, "program": program, "ops": ops}
+    matched = sum(1 for op in ops if not op["only_in"])
+    return {
+        "a": a.label,
+        "b": b.label,
+        "memory": memory,
+        "time": {"a": time_words(a), "b": time_words(b)},
+        "per_step": {"a": per_step(a), "b": per_step(b)},
+        "warnings": compare_warnings(a, b, matched),
+        "program": program,
+        "ops": ops,
+    }
 
 
 def slower_by_pct(result: dict) -> float:
@@ -145,19 +231,34 @@ def compare_table(result: dict, top: int = 20) -> str:
     p = result["program"]
     memory = result.get("memory", {"a": "HBM", "b": "HBM"})
     name = memory["a"] if memory["a"] == memory["b"] else f"{memory['a']} -> {memory['b']}"
+    time = result.get("time", {"a": "", "b": ""})
+    change = f"({_fmt(p['time_us_delta_pct'], '+.1f')}%)"
+    per_step = result.get("per_step", {})
+    head = "Program time per step" if per_step.get("a") and per_step.get("b") else "Program time"
+    if time["a"] == time["b"]:
+        what = time["a"].split(", ", 1)  # [device time words, "per step (...)"]
+        program_lines = [
+            f"{head} ({what[0]}): {_fmt(p['time_us_a'])} -> {_fmt(p['time_us_b'])} µs {change}"
+        ]
+    else:
+        program_lines = [
+            f"{head} {change}:",
+            f"  A: {_fmt(p['time_us_a'])} µs, {time['a']}",
+            f"  B: {_fmt(p['time_us_b'])} µs, {time['b']}",
+        ]
     lines = [
         f"A: {result['a']}",
         f"B: {result['b']}",
+        *(f"WARNING: {w}" for w in result.get("warnings", [])),
         "",
-        f"Program time per step: {_fmt(p['time_us_a'])} -> {_fmt(p['time_us_b'])} us "
-        f"({_fmt(p['time_us_delta_pct'], '+.1f')}%)",
+        *program_lines,
         f"FLOP rate: {_fmt(p['flop_rate_a'])} -> {_fmt(p['flop_rate_b'])} GFLOP/s; "
         f"{name}: {_fmt(p['hbm_bw_a'])} -> {_fmt(p['hbm_bw_b'])} GiB/s",
         f"Roofline efficiency: {_fmt(100 * p['efficiency_a'])}% -> "
         f"{_fmt(100 * p['efficiency_b'])}%; bound by {p['bound_by_a']} -> {p['bound_by_b']}",
         "",
     ]
-    header = ["operation", "program", "time A us", "time B us", "delta us", "delta %"]
+    header = ["operation", "program", "time A µs", "time B µs", "delta µs", "delta %"]
     header += ["eff A %", "eff B %", "bound by", "note"]
     rows = [header]
     for op in result["ops"][:top]:

@@ -16,7 +16,7 @@ from ..ops.op_metrics import (
 )
 from ..ops.op_stats import Diagnostics, OpStats, sum_steps
 from ..protos import roofline_model_pb2
-from ..wording import numbered
+from ..wording import counted, numbered
 from .formulas import DatabasePeaks, safe_divide
 from .records import (
     RecordSet,
@@ -64,8 +64,8 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
     dropped = [s.step_num for s in stats.steps if not s.complete]
     if dropped and stats.complete_steps:
         diag.warnings.append(
-            f"{len(dropped):,} incomplete step(s) left out of the average (cut by the profile "
-            f"window, or missing the work launched in them): {numbered(dropped, 'step')}."
+            f"{counted(len(dropped), 'incomplete step')} left out of the average (cut by the "
+            f"profile window, or missing the work launched in them): {numbered(dropped, 'step')}."
         )
     return diag
 

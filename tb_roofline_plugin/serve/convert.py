@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from ..errors import ProfileError, UnreadableProfile
 from ..files import DEFAULT_MAX_BYTES
@@ -12,6 +13,7 @@ from ..platforms.analysis import analyze_decoded
 from ..xspace.discovery import SNIFF_BYTES, filesystem, is_trace_file
 from ..xspace.profile_reader import decode_profile
 from . import stats_store
+from .progress import ANALYSING, READING
 
 
 def convert_file(
@@ -19,11 +21,15 @@ def convert_file(
     peaks: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     device: int | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> OpStats:
     """OpStats of one host's file, ``<host>.xplane.pb`` or a PyTorch trace (local or
     remote), the file and a trace's unpacked text at most ``max_bytes``; ProfileError for
     bad input (a FIFO or a device is refused unopened). ``device``: one of the host's
-    devices (None: all)."""
+    devices (None: all). ``on_stage`` hears each stage as it begins (``progress.READING``,
+    then ``ANALYSING``)."""
+    stage = on_stage or (lambda _: None)
+    stage(READING)
     fs = filesystem(path)
     perf_env = None
     if peaks:
@@ -38,10 +44,11 @@ def convert_file(
         check_device(device, [])
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
-        return analyze_trace(path, perf_env, data, max_bytes)
+        return analyze_trace(path, perf_env, data, max_bytes, lambda: stage(ANALYSING))
     profile = decode_profile(data, path)  # the bytes live in the profile only
     del data
     profile.release_lines = True
+    stage(ANALYSING)
     return analyze_decoded(profile, path, perf_env, device)
 
 

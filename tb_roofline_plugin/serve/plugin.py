@@ -33,6 +33,8 @@ DATA_CSV_ROUTE = "/data_csv"
 COMPARE_ROUTE = "/compare"
 PEAKS_ROUTE = "/peaks"
 CALIBRATE_ROUTE = "/calibrate"
+PROGRESS_ROUTE = "/progress"
+LOGDIR_NOTES_ROUTE = "/logdir_notes"
 # A header only same-origin scripts can send (a cross-origin one needs a CORS preflight that
 # TensorBoard never grants), so another web page cannot start a measurement.
 CALIBRATE_HEADER = "X-Roofline-Calibrate"
@@ -142,6 +144,8 @@ class RooflinePlugin(base_plugin.TBPlugin):
             COMPARE_ROUTE: self._compare_route,
             PEAKS_ROUTE: self._peaks_route,
             CALIBRATE_ROUTE: self._calibrate_route,
+            PROGRESS_ROUTE: self._progress_route,
+            LOGDIR_NOTES_ROUTE: self._logdir_notes_route,
             STATIC_ROUTE: self._static_route,
         }
 
@@ -187,6 +191,17 @@ class RooflinePlugin(base_plugin.TBPlugin):
     @_route
     def _runs_route(self, request):
         return self._json(request, self._service.runs)
+
+    @_route
+    def _logdir_notes_route(self, request):
+        return self._json(request, self._service.logdir_notes)
+
+    @_route
+    def _progress_route(self, request):
+        args = request.args
+        return self._json(
+            request, lambda: self._service.progress_of(args.get("run"), args.get("host"))
+        )
 
     @_route
     def _hosts_route(self, request):

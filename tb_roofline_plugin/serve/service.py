@@ -21,12 +21,20 @@ from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
-from ..ops.selection import TOTAL, BadStep, check_device, parse_device, parse_step, select
+from ..ops.selection import (
+    TOTAL,
+    BadStep,
+    check_device,
+    parse_device,
+    parse_step,
+    per_step_selection,
+    select,
+)
 from ..peaks.perf_env import PerfEnv
 from ..platforms.analysis import READERS, WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
 from ..render.datatable import csv_file_name, csv_text, datatable_text
-from ..render.export import complete_json_text, selection_model, step_dicts
+from ..render.export import complete_json_text, selection_model, step_dicts, time_meaning
 from ..roofline.compare import Side, compare
 from ..roofline.model import RooflineModel, roofline_model
 from ..roofline.records import MAX_OP_RECORDS
@@ -36,6 +44,7 @@ from .cache import DoNotCache, SingleFlightCache, Transient
 from .calibrator import CALIBRATED, Calibrator, inside
 from .convert import convert_file, convert_or_none
 from .peak_choice import PeaksChoice, UnknownPeaks, builtin_choice, builtin_devices, with_peaks
+from .progress import COMBINING, CONVERTING, READING, RENDERING, Progress
 
 _LOG = logging.getLogger(__name__)
 FORMATS = ("datatable", "json")
@@ -198,6 +207,10 @@ class RooflineService:
         # Folders of JSON traces under names discovery does not read -> their names; each
         # folder is told about once, in a server-log WARNING (skipped_note).
         self.skipped_traces: dict[str, list[str]] = {}
+        # XSpace files outside plugins/profile/<run>/ (the first few) and how many: told in
+        # a server-log WARNING when they change, and by ``logdir_notes`` (stray_note).
+        self.stray_profiles: tuple[list[str], int] = ([], 0)
+        self.progress = Progress(clock)
         self._clock = clock
         self._runs: dict[str, discovery.Run] = {}
         self._runs_at = -float("inf")
@@ -238,7 +251,23 @@ class RooflineService:
             if folder not in self.skipped_traces:
                 _LOG.warning("tb-roofline: %s", discovery.skipped_note(folder, names))
             self.skipped_traces[folder] = names
+        stray = (found.stray, found.stray_count)
+        if found.stray_count and stray != self.stray_profiles:
+            _LOG.warning("tb-roofline: %s", discovery.stray_note(logdir, *stray))
+        self.stray_profiles = stray
         return found.runs
+
+    def logdir_notes(self) -> dict:
+        """What the last listing of the logdir found but does not read, in words: XSpace
+        files outside plugins/profile/<run>/ and JSON traces under names not read."""
+        self._all_runs()
+        notes = []
+        paths, count = self.stray_profiles
+        if count:
+            notes.append(discovery.stray_note(self.logdir, paths, count))
+        for folder, names in sorted(self.skipped_traces.items()):
+            notes.append(discovery.skipped_note(self.shown_path(folder), names))
+        return {"notes": notes}
 
     def shown_path(self, path: str) -> str:
         """A profile's path as responses show it: under the logdir (``train/plugins/profile/
@@ -318,7 +347,14 @@ class RooflineService:
                 stats = stats_store.load(self.cache_dir, store_key)
             if stats is None:
                 try:
-                    stats = convert_file(host.path, self.peaks_spec, self.max_file_bytes, device)
+                    with self.progress.task(("file", host.path), READING) as task:
+                        stats = convert_file(
+                            host.path,
+                            self.peaks_spec,
+                            self.max_file_bytes,
+                            device=device,
+                            on_stage=task.enter,
+                        )
                 except UnreadableProfile as exc:
                     raise DoNotCache(exc) from None
                 except FileTooLarge as exc:  # a gzip's unpacked text, or a file that grew
@@ -384,15 +420,22 @@ class RooflineService:
                 pass
 
         def submit(i: int) -> Future | None:
+            path = missing[i][0].path
+            task = self.progress.start(("file", path), CONVERTING)
             try:
-                path = missing[i][0].path
-                return pool.submit(convert_or_none, path, self.peaks_spec, self.max_file_bytes)
-            except BrokenProcessPool:  # a worker died: a new pool next time, this one here
+                future = pool.submit(convert_or_none, path, self.peaks_spec, self.max_file_bytes)
+            except BrokenProcessPool:
+                self.progress.end(task)  # a worker died: a new pool next time, this one here
                 with self._lock:
                     if self._pool is pool:
                         self._pool = None
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
+            if future is None:  # no worker is up yet: not given out
+                self.progress.end(task)
+                return None
+            future.add_done_callback(lambda _: self.progress.end(task))
+            return future
 
         outstanding = 2 * pool.processes  # one running and one waiting per worker
         done = shared_in_order(len(missing), here, submit, outstanding)
@@ -485,14 +528,35 @@ class RooflineService:
             stats = combine_hosts([r.stats for r, _ in parts])
             return Result(stats, [self.shown_path(f.path) for f in files])
 
-        return self.cache.get(key, combine, Result.size_bytes), key
+        def combined() -> Result:
+            with self.progress.task(("selection", run, host), COMBINING):
+                return combine()
 
-    def _payload(self, part: tuple[Result, tuple], fmt: str, step: str | int = TOTAL) -> str:
-        """A response text, rendered once while it fits the payload share of the cache."""
+        return self.cache.get(key, combined, Result.size_bytes), key
+
+    def _payload(
+        self,
+        part: tuple[Result, tuple],
+        fmt: str,
+        step: str | int = TOTAL,
+        selection: tuple = (),
+    ) -> str:
+        """A response text, rendered once while it fits the payload share of the cache;
+        ``selection`` (run, host) names the work for ``progress``."""
         result, key = part
-        return self.payloads.get(
-            ("text", key, fmt, step), lambda: result.render(fmt, step), _text_bytes
-        )
+
+        def render() -> str:
+            with self.progress.task(("selection", *selection), RENDERING):
+                return result.render(fmt, step)
+
+        return self.payloads.get(("text", key, fmt, step), render, _text_bytes)
+
+    def progress_of(self, run: str | None, host: str | None) -> dict:
+        """What the conversion of a selection is doing now (``Progress.of``) and how many
+        host files it reads (``hosts``); never starts one."""
+        files = self._host_files(run, host)
+        keys = [("file", f.path) for f in files] + [("selection", run, host)]
+        return {**self.progress.of(keys), "hosts": len(files)}
 
     def peaks_options(self) -> dict:
         """What the tab offers: built-in devices, this machine's calibration, the server's."""
@@ -519,6 +583,7 @@ class RooflineService:
             "has_step_markers": stats.has_step_markers,
             "steps": step_dicts(stats.steps),
             "devices": list(stats.devices),
+            "time_meaning": time_meaning(stats),
         }
 
     def data(
@@ -543,7 +608,7 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        return self._payload(self._selected(run, host, peaks, device), fmt, chosen)
+        return self._payload(self._selected(run, host, peaks, device), fmt, chosen, (run, host))
 
     @staticmethod
     def _device(device: str | None) -> int | None:
@@ -562,7 +627,7 @@ class RooflineService:
         for name, (run, host, step) in (("a", a), ("b", b)):
             result = self.result(run, host, peaks)
             try:
-                selection = select(result.stats, self._step(step))
+                selection = per_step_selection(result.stats, self._step(step))
             except NotFound as exc:
                 raise NotFound(f"{name}: {exc}") from None
             sides.append(Side(f"{run} {host} step {selection.label}", result.stats, selection))
@@ -578,7 +643,7 @@ class RooflineService:
     ) -> tuple[str, str]:
         """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
         tag = self._check_tag(tag)
-        text = self._payload(self._selected(run, host, peaks, device), "csv")
+        text = self._payload(self._selected(run, host, peaks, device), "csv", TOTAL, (run, host))
         return text, csv_file_name(tag, run or "", host or "")
 
     @staticmethod

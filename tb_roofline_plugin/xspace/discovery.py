@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..files import DEFAULT_MAX_BYTES, GZIP_MAGIC, FileTooLarge, head_regular, read_regular
+from ..wording import counted
 
 PROFILE_SUFFIX = ".xplane.pb"
 TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # torch.profiler traces
@@ -206,21 +207,55 @@ def _trace_run_name(logdir: str, run_dir: str, fs: _Fs) -> str:
 
 @dataclass
 class Scan:
-    """What a walk of a logdir found: its runs, and per folder the ``*.json[.gz]`` files
-    that look like PyTorch traces but are not read, for their names (``skipped_note``)."""
+    """What a walk of a logdir found: its runs, per folder the ``*.json[.gz]`` files that
+    look like PyTorch traces but are not read, for their names (``skipped_note``), and the
+    ``*.xplane.pb`` files outside the ``plugins/profile/<run>/`` layout (``stray_note``; the
+    first STRAY_LISTED of them, ``stray_count`` in all)."""
 
     runs: dict[str, Run]
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    stray: list[str] = field(default_factory=list)
+    stray_count: int = 0
+
+
+STRAY_LISTED = 20  # stray XSpace files a walk keeps by name (the rest are counted)
+STRAY_NAMED = 3  # ... and a note names
+
+
+def stray_note(logdir: str, paths: list[str], count: int | None = None) -> str:
+    """The advice for ``*.xplane.pb`` files a logdir holds outside ``plugins/profile/<run>/``
+    (paths shown under the logdir): where to move them so they are read."""
+    count = len(paths) if count is None else count
+    shown = [_under(logdir, p) for p in paths[:STRAY_NAMED]]
+    listed = ", ".join(shown) + (f" and {count - len(shown):,} more" if count > len(shown) else "")
+    return (
+        f"{count:,} *{PROFILE_SUFFIX} file{'' if count == 1 else 's'} outside the "
+        f"plugins/profile/<run>/ layout {'is' if count == 1 else 'are'} not read ({listed}): a "
+        f"logdir's profiles are read from <logdir>/[<name>/]plugins/profile/<run>/<host>"
+        f"{PROFILE_SUFFIX}, as jax.profiler.trace and tf.profiler write them; move "
+        f"{'it' if count == 1 else 'them'} into such a folder, e.g. "
+        f"plugins/profile/run1/<host>{PROFILE_SUFFIX} (one folder per run, one file per host)"
+    )
+
+
+def _under(logdir: str, path: str) -> str:
+    """``path`` as shown: under the logdir, with ``/`` separators."""
+    rel = path[len(logdir) :] if logdir and path.startswith(logdir) else path
+    return rel.lstrip("/\\").replace("\\", "/") or path
 
 
 def skipped_note(folder: str, names: list[str]) -> str:
     """The advice for traces a logdir folder holds under names discovery does not read."""
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    one = len(names) == 1
+    what = (
+        "looks like a PyTorch profiler trace is" if one else "look like PyTorch profiler traces are"
+    )
     return (
-        f"{folder}: {len(names)} JSON file(s) that look like PyTorch profiler traces are not "
-        f"read ({shown}): a logdir's traces are read from files named {TRACE_NAME} (as "
-        "torch.profiler.tensorboard_trace_handler writes them); rename them so, e.g. "
-        "worker0.1.pt.trace.json, or give the file to the tb-roofline command line"
+        f"{folder}: {counted(len(names), 'JSON file')} that {what} not read ({shown}): a "
+        f"logdir's traces are read from files named {TRACE_NAME} (as "
+        f"torch.profiler.tensorboard_trace_handler writes them); rename {'it' if one else 'them'} "
+        "so, e.g. worker0.1.pt.trace.json, or give the file to the tb-roofline command line"
     )
 
 
@@ -238,6 +273,8 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS) -> Scan:
     runs: dict[str, Run] = {}
     skipped: dict[str, list[str]] = {}
     sniffs_left = SNIFF_PER_WALK
+    stray: list[str] = []
+    stray_count = 0
     for visited, (dirpath, dirnames, filenames) in enumerate(fs.walk(logdir)):
         if visited >= max_dirs:
             break
@@ -252,6 +289,9 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS) -> Scan:
         if xspace and _run_name(logdir, dirpath, fs) is not None:
             name = _run_name(logdir, dirpath, fs)
             found.update((host_name(f), f) for f in xspace)  # a host of both: the XSpace
+        elif xspace:  # not in a run folder: never read, but said (stray_note)
+            stray_count += len(xspace)
+            stray.extend(fs.join(dirpath, f) for f in xspace[: max(STRAY_LISTED - len(stray), 0)])
         if not xspace and sniffs_left > 0:  # beside an XSpace, JSON is its producer's trace
             others = sorted(f for f in filenames if f.endswith(JSON_SUFFIXES) and f not in traces)
             others = others[: min(SNIFF_PER_FOLDER, sniffs_left)]
@@ -265,7 +305,7 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS) -> Scan:
         for host, filename in found.items():
             if host:
                 run.hosts[host] = HostFile(host, fs.join(dirpath, filename))
-    return Scan(dict(sorted(runs.items())), skipped)
+    return Scan(dict(sorted(runs.items())), skipped, stray, stray_count)
 
 
 def has_profiles(logdir: str, max_dirs: int = MAX_DIRS) -> bool:
