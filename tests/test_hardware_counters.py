@@ -325,3 +325,51 @@ def test_profiles_without_counters_have_no_hardware_records(shared_data):
     assert stats.hardware is None
     records = roofline_model(stats).records
     assert not (records["record_type"] == roofline_model_pb2.ALL_HW).any()
+
+
+def test_counters_of_every_name_cost_memory_in_proportion_to_the_trace(tmp_path):
+    """A hostile trace: 3,000 ranges with 50 names of their own each (150,000 names) would
+    be a 3.6 GB matrix of every name; only the counters read are columns."""
+    events = []
+    for i in range(3000):
+        args = {f"made_up_counter_{i}_{j}": j for j in range(50)}
+        args[FFMA] = i
+        events.append(
+            {"ph": "X", "cat": "cuda_profiler_range", "name": "k", "pid": 0, "tid": 0,
+             "ts": 10 + i, "dur": 1, "args": args}
+        )  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+             "ts": 10 + i, "dur": 1, "args": {"correlation": i}}
+        )  # fmt: skip
+    path = tmp_path / "hostile.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(path)
+    assert len(trace.counter_names) == 3000 * 50 + 1
+    stats = analyze_trace(path)
+    assert stats.hardware.db.flops.sum() == 2 * sum(range(3000))
+    assert len(stats.hardware.counters) == 101  # 100 names listed, then how many more
+    assert stats.hardware.counters[-1] == f"... and {3000 * 50 + 1 - 100:,} more"
+
+
+def test_a_counter_that_is_not_a_number_counts_nothing_and_is_said(tmp_path):
+    events = counter_events_with({FFMA: "many"}, {FFMA: None})
+    path = tmp_path / "odd.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    stats = analyze_trace(path)
+    assert stats.hardware.db.flops.sum() == 2 * 5 + 7  # ranges 2 and 3
+    assert any("recorded in only some ranges" in n for n in stats.hardware.notes)
+
+
+def counter_events_with(*first: dict) -> list[dict]:
+    """``counter_events()`` with the first ranges' args replaced by ``first``, the others
+    their own (range 2: 5 FFMA, range 3: 7 FADD)."""
+    from counter_traces import counter_events
+
+    events = counter_events(dram=False)
+    ranges = [e for e in events if e["cat"] == "cuda_profiler_range"]
+    for r, args in zip(ranges, first):
+        r["args"] = args
+    ranges[2]["args"] = {FFMA: 5}
+    ranges[3]["args"] = {FADD: 7}
+    return events

@@ -29,6 +29,7 @@ from ..ops.op_metrics import OpMetricsDb
 from ..wording import named
 from .trace_reader import TraceEvents
 
+COUNTERS_LISTED = 100  # counter names listed in the json, at most
 SOURCE = "CUPTI range profiler (cuda_profiler_range events of a PyTorch profiler trace)"
 SASS = re.compile(r"^(?:smsp|sm)__sass_thread_inst_executed_op_([hfd])(add|mul|fma)_pred_on\.sum$")
 PRECISIONS = {"h": "fp16", "f": "fp32", "d": "fp64"}
@@ -125,13 +126,40 @@ def range_flops(names: list[str], values: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def _used(name: str) -> bool:
+    """A counter this module reads."""
+    return bool(
+        SASS.match(name)
+        or TENSOR_OPS.match(name)
+        or TENSOR_INSTRUCTIONS.match(name)
+        or name in (DRAM_READ, DRAM_WRITE, DRAM_TOTAL)
+    )
+
+
+def counter_matrix(events: TraceEvents, order: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The counters this module reads, a column each, one row per range (ranges in
+    ``order``, indices into ``events.range_rows``); NaN where a range lacks one."""
+    names = [n for n in events.counter_names if _used(n)]
+    code = {n: i for i, n in enumerate(events.counter_names)}
+    column = np.full(len(events.counter_names), -1, np.int64)
+    column[[code[n] for n in names]] = np.arange(len(names))
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    values = np.full((len(order), len(names)), np.nan)
+    kept = column[events.counter_name] >= 0 if len(events.counter_name) else np.zeros(0, bool)
+    values[position[events.counter_range[kept]], column[events.counter_name[kept]]] = (
+        events.counter_value[kept]
+    )
+    return names, values
+
+
 def read_counters(events: TraceEvents) -> RangeCounters | None:
     """The trace's ranges (None without any) with FLOPs and bytes per range."""
     if not len(events.range_rows):
         return None
     order = np.argsort(events.begin_ns[events.range_rows], kind="stable")
     rows = events.range_rows[order]
-    names, values = events.counter_names, events.counter_values[order]
+    names, values = counter_matrix(events, order)
     column = {n: i for i, n in enumerate(names)}
     n = len(rows)
     notes = []
@@ -172,7 +200,10 @@ def read_counters(events: TraceEvents) -> RangeCounters | None:
         notes.append(PARTIAL_DRAM.format(found=DRAM_READ if DRAM_READ in column else DRAM_WRITE))
     else:
         notes.append(NO_DRAM)
-    return RangeCounters(rows, flops, per_kind, dram, measured, list(names), notes)
+    recorded = events.counter_names[:COUNTERS_LISTED]
+    if len(events.counter_names) > COUNTERS_LISTED:
+        recorded = [*recorded, f"... and {len(events.counter_names) - COUNTERS_LISTED:,} more"]
+    return RangeCounters(rows, flops, per_kind, dram, measured, recorded, notes)
 
 
 def join_launches(counters: RangeCounters, events: TraceEvents, launches: np.ndarray) -> np.ndarray:

@@ -100,11 +100,15 @@ class TraceEvents:
     op_dims: np.ndarray  # object: list per op, or None
     op_types: np.ndarray  # object
     op_concrete: np.ndarray  # object
-    # Per cuda_profiler_range row (``range_rows``): its counters, one column per name
-    # (``counter_names``), NaN where a range lacks one or its value is not a number.
+    # The cuda_profiler_range rows (``range_rows``) and their numeric args (counters), one
+    # entry per (range, counter): the range's index in ``range_rows``, the counter's in
+    # ``counter_names``, its value (NaN: not a finite number). As many entries as the trace
+    # has values, whatever names its ranges use.
     range_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     counter_names: list[str] = field(default_factory=list)
-    counter_values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    counter_range: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counter_name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counter_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
     base_us: float = 0.0
     device_properties: list[dict] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -387,7 +391,8 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     begin_ns = np.rint((ts_us - base) * 1000.0).astype(np.int64)
     del ts_us
     dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
-    counter_names, counter_values = _counters(range_args)
+    counter_names, counter_range, counter_name, counter_value = _counters(range_args)
+    del range_args
     return TraceEvents(
         **column,
         names=[str(n) for n in names.values],
@@ -402,7 +407,9 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         op_concrete=_objects(op_concrete),
         range_rows=np.asarray(range_rows, np.int64),
         counter_names=counter_names,
-        counter_values=counter_values,
+        counter_range=counter_range,
+        counter_name=counter_name,
+        counter_value=counter_value,
         base_us=base,
         device_properties=_device_properties(document),
         metadata={
@@ -411,22 +418,27 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     )
 
 
-def _counters(range_args: list[dict]) -> tuple[list[str], np.ndarray]:
-    """The ranges' numeric args as a matrix: a column per counter name (in order of first
-    appearance), NaN where a range lacks it or its value is not a finite number."""
+def _counters(range_args: list[dict]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The ranges' numeric args as (names, range index, name index, value) entries; a value
+    that is not a finite number (or beyond MAX_MAGNITUDE) is NaN."""
     names: dict[str, int] = {}
-    for args in range_args:
-        for key, value in args.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                names.setdefault(str(key), len(names))
-    values = np.full((len(range_args), len(names)), np.nan)
+    where: list[int] = []
+    which: list[int] = []
+    values: list[float] = []
     for i, args in enumerate(range_args):
         for key, value in args.items():
-            column = names.get(str(key))
-            if column is not None and isinstance(value, (int, float)):
-                number = _number(value)
-                values[i, column] = number if number or value == 0 else np.nan
-    return list(names), values
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            where.append(i)
+            which.append(names.setdefault(str(key), len(names)))
+            number = _number(value)
+            values.append(number if number or value == 0 else math.nan)
+    return (
+        list(names),
+        np.asarray(where, np.int64),
+        np.asarray(which, np.int64),
+        np.asarray(values, np.float64),
+    )
 
 
 def _modern_categories(codes: np.ndarray, raw: list) -> tuple[np.ndarray, list[str]]:
