@@ -190,3 +190,19 @@ def test_importing_the_package_stays_light():
     assert "analyze" in dir(tb_roofline_plugin) and callable(tb_roofline_plugin.analyze)
     with pytest.raises(AttributeError):
         tb_roofline_plugin.no_such_name  # noqa: B018
+
+
+def test_a_run_folder_gives_all_hosts_or_the_one_asked_for(tmp_path):
+    from counter_traces import write_counter_trace
+
+    for worker in ("worker0", "worker1"):
+        write_counter_trace(tmp_path / f"{worker}.1.pt.trace.json", with_kernels=True)
+    both = tb_roofline_plugin.analyze(tmp_path, dataframes=False)
+    one = tb_roofline_plugin.analyze(tmp_path, host="worker1", dataframes=False)
+    assert both.hosts == ["worker0", "worker1"] and one.hosts == ["worker1"]
+    assert one.json == _cli_json(tmp_path, "--host", "worker1")
+    assert both.json == _cli_json(tmp_path)
+    (mm_both,) = [r for r in both.hw_table if r["hlo_name"] == "aten::mm"]
+    (mm_one,) = [r for r in one.hw_table if r["hlo_name"] == "aten::mm"]
+    assert mm_both["kernels"] == 2 * mm_one["kernels"] == 4
+    assert mm_both["flops"] == 2 * mm_one["flops"]
