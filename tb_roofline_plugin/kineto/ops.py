@@ -18,6 +18,12 @@ it launched). Memcpy/memset count in device time and are listed apart
 (``OpStats.unattributed``). In a CPU-only trace the same rule holds for time: each op's
 self time (span minus the ops inside it) is the innermost op's, a composite's dispatch
 (``aten::linear`` around its ``aten::addmm``) its longest inner op's (``working_ops``).
+
+A trace of CUPTI range-profiler counters (``counters``) has a range per kernel and no kernel
+activity: the ranges stand for the kernels, joined to their launch calls by order
+(``counter_op_stats``: op rows without times); where a trace has kernels too, each range
+goes to the op row of the kernel its call launched. Either way the counts are the op rows'
+Total (HW) (``OpStats.hardware``).
 """
 
 from __future__ import annotations
