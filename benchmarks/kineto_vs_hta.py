@@ -47,15 +47,25 @@ HTA_LOAD = (
 HTA_BREAKDOWN = HTA_LOAD + "; a.get_gpu_kernel_breakdown(visualize=False)"
 
 
+# HTA 0.5's call graph fails under pandas 3 (np.unique(axis=0) of an object array).
+HTA_REQUIREMENTS = ["HolisticTraceAnalysis==0.5.*", "pandas<3"]
+PANDAS_BELOW_3 = "import pandas, sys; sys.exit(int(pandas.__version__.split('.')[0]) >= 3)"
+
+
 def hta_python() -> str | None:
-    """benchmarks/.hta-venv's python, the venv made when missing; None if pip fails."""
+    """benchmarks/.hta-venv's python, the venv made when missing (pandas below 3 put in one
+    made before); None if pip fails."""
     python = HTA_VENV / "bin" / "python"
     if not python.exists():
         print("installing HolisticTraceAnalysis into benchmarks/.hta-venv ...", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(HTA_VENV)], check=True)
-        command = [str(python), "-m", "pip", "install", "-q", "HolisticTraceAnalysis"]
+        command = [str(python), "-m", "pip", "install", "-q", *HTA_REQUIREMENTS]
         if subprocess.run(command).returncode != 0:
             shutil.rmtree(HTA_VENV, ignore_errors=True)
+            return None
+    elif subprocess.run([str(python), "-c", PANDAS_BELOW_3]).returncode != 0:
+        command = [str(python), "-m", "pip", "install", "-q", "pandas<3"]
+        if subprocess.run(command).returncode != 0:
             return None
     return str(python)
 

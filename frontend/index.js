@@ -1,8 +1,9 @@
 // The roofline tab. TensorBoard loads this module in an iframe (whose <base> is
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
 // compare (the two tools), charts/roofs (Plotly figures), table, pager, step_picker, filters,
-// columns, device, device_picker, export, model/guidance (data shaping), progress (loading
-// status), api, state, theme, timing, format, dom, plotly.
+// columns, device, device_picker, export, advice and hardware (panels of the model view),
+// model/guidance (data shaping), progress (loading status), api, state, theme, timing, format,
+// dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -25,6 +26,7 @@ export const MODULES = [
   'filters.js',
   'format.js',
   'guidance.js',
+  'hardware.js',
   'model.js',
   'model_view.js',
   'pager.js',

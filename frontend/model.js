@@ -123,7 +123,8 @@ export function programPoints(totalData, include) {
     if (type === 'ALL') points.push({label: 'Total', step: 'total', record: r});
     else if (type === 'AVERAGE_STEP')
       points.push({label: 'Average step', step: 'average', record: r});
-    else points.push({label: `Step ${r.step_num ?? 0}`, step: String(r.step_num ?? 0), record: r});
+    else if (type === 'PER_STEP')
+      points.push({label: `Step ${r.step_num ?? 0}`, step: String(r.step_num ?? 0), record: r});
   }
   const order = (p) => (p.step === 'total' ? -2 : p.step === 'average' ? -1 : Number(p.step));
   return points.sort((a, b) => order(a) - order(b));

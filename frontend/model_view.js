@@ -9,6 +9,7 @@ import {devicePanel, deviceTimeText} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
 import {filterBar} from './filters.js';
+import {hardwarePanel} from './hardware.js';
 import {duration, flopRate, flopUnit, namesPhrase, num, pct, stepsPhrase} from './format.js';
 import {
   applyFilters,
@@ -215,7 +216,8 @@ export class ModelView {
 
   /** Frees the charts of the previous selection (Plotly keeps window listeners otherwise). */
   purge() {
-    for (const node of [this.opChart, this.programChart])
+    const hardwareChart = this.hardware && this.hardware.chart;
+    for (const node of [this.opChart, this.programChart, hardwareChart])
       if (node && this.Plotly) this.Plotly.purge(node);
     this.opChart = null;
     this.programChart = null;
@@ -232,7 +234,9 @@ export class ModelView {
       el('p', {class: 'muted selection-label'}, el('bdi', {text: label})),
     );
     const advice = advicePanel(this.data.advice, (key) => this.selectOp(key, true));
+    this.hardware = hardwarePanel(this.data, (key) => this.selectOp(key, true), colors);
     const parts = [title, advice, devicePanel(this.data, memoryNotes)].filter(Boolean);
+    if (this.hardware) parts.push(this.hardware.element);
     if (!this.rows.length) {
       parts.push(
         status(
@@ -412,6 +416,7 @@ export class ModelView {
   async draw(token) {
     if (this.rows.length) await this.drawOps(token);
     if (token === this.token) await this.plotPrograms();
+    if (token === this.token && this.hardware) await this.hardware.draw(this.Plotly);
   }
 
   /** Re-applies the filters to the chart, the notes and the table. */
@@ -810,5 +815,6 @@ export class ModelView {
     if (!this.Plotly || this.container.hidden || this.container.dataset.state !== 'ready') return;
     if (this.rows.length) this.drawOps();
     this.drawPrograms();
+    if (this.hardware) this.hardware.draw(this.Plotly);
   }
 }

@@ -207,13 +207,15 @@ def test_gpu_trace_without_kernel_activity_names_its_gpu_and_places_no_op(analys
     assert "ProfilerActivity.CPU, ProfilerActivity.CUDA" in warning
 
 
-def test_cupti_range_profiler_trace_says_its_ranges_are_not_read(analysed):
+def test_cupti_range_profiler_trace_has_op_rows_without_times(analysed):
+    """Its kernels are the counter ranges (tests/test_hardware_counters.py checks their
+    counts): op rows with their kernels counted, no time, and a warning saying why."""
     stats = analysed["field/hta_cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"]
     assert stats.run_env.device_type.startswith("NVIDIA A100-PG509-200")
-    assert len(stats.all_db) == 0
-    (warning,) = stats.diagnostics.warnings
-    assert "77 kernel launch calls" in warning
-    assert "77 CUPTI range-profiler ranges (cuda_profiler_range" in warning
+    assert stats.all_db.occurrences.sum() == 77 and stats.all_db.time_ps.sum() == 0
+    assert stats.hardware is not None and stats.hardware.joined == 77
+    (warning,) = [w for w in stats.diagnostics.warnings if "range profiler" in w]
+    assert "77 cuda_profiler_range events" in warning and "no device times" in warning
 
 
 def test_summary_prints_the_attributed_share(shared_data, analysed):

@@ -7,7 +7,8 @@ own, groups ops into ``ProfilerStep#N`` steps and builds the same OpStats the XS
 build, so ``roofline.build_database``, ``export`` and ``summary`` work unchanged (a trace of
 a GPU without its activity names the device and places no op); ``aten_cost`` gives FLOPs and
 bytes per aten op family from recorded shapes; ``devices`` finds peaks from
-``deviceProperties`` in the built-in device table.
+``deviceProperties`` in the built-in device table; ``counters`` reads the hardware counters
+of CUPTI range-profiler traces (Total (HW)).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from .ops import (
     NO_OPS,
     NO_PEAKS,
     NO_SHAPES,
+    NO_SHAPES_TO_COMPARE,
+    counter_op_stats,
     cpu_op_stats,
     gpu_op_stats,
     has_device,
@@ -40,8 +43,11 @@ __all__ = ["analyze_trace", "analyze_events"]
 
 def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None) -> OpStats:
     """OpStats of a read trace. ``peaks`` (user/table/calibration) replace the device's."""
+    counted = None
     if events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES).any():
         stats = gpu_op_stats(events, host)
+    elif len(events.range_rows) and (counted := counter_op_stats(events, host)) is not None:
+        stats = counted
     elif has_device(events):
         stats = no_activity_stats(events, host)
     elif len(events.op_rows):
@@ -56,7 +62,7 @@ def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None)
             diagnostics=Diagnostics(info=[NO_OPS.format(what=what)]),
         )
     if len(stats.all_db) and len(events.op_rows) and not any(events.op_dims.tolist()):
-        stats.notes.append(NO_SHAPES)
+        stats.notes.append(NO_SHAPES if counted is None else NO_SHAPES_TO_COMPARE)
     stats.perf_env = finite_env(stats.perf_env)
     if peaks is not None:
         stats = replace(stats, perf_env=peaks)

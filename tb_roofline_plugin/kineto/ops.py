@@ -18,6 +18,12 @@ it launched). Memcpy/memset count in device time and are listed apart
 (``OpStats.unattributed``). In a CPU-only trace the same rule holds for time: each op's
 self time (span minus the ops inside it) is the innermost op's, a composite's dispatch
 (``aten::linear`` around its ``aten::addmm``) its longest inner op's (``working_ops``).
+
+A trace of CUPTI range-profiler counters (``counters``) has a range per kernel and no kernel
+activity: the ranges stand for the kernels, joined to their launch calls by order
+(``counter_op_stats``: op rows without times); where a trace has kernels too, each range
+goes to the op row of the kernel its call launched. Either way the counts are the op rows'
+Total (HW) (``OpStats.hardware``).
 """
 
 from __future__ import annotations
@@ -51,6 +57,13 @@ from .aten_cost import (
     family,
     op_cost,
     takes_over,
+)
+from .counters import (
+    NOT_JOINED,
+    RangeCounters,
+    hardware_counts,
+    join_launches,
+    read_counters,
 )
 from .devices import device_peaks
 from .trace_reader import MAX_MAGNITUDE, TraceEvents
@@ -118,13 +131,24 @@ NO_DEVICE_ACTIVITY = (
     "work). Record device activity with torch.profiler.profile(activities="
     "[ProfilerActivity.CPU, ProfilerActivity.{activity}])."
 )
-PROFILER_RANGES = (
-    "It holds {ranges:,} CUPTI range-profiler ranges (cuda_profiler_range: hardware "
-    "counters per kernel), which are not read yet."
+COUNTERS_ONLY = (
+    "Recorded with CUPTI's range profiler ({ranges:,} cuda_profiler_range events: hardware "
+    "counters per kernel), which Kineto runs without kernel activity: no device times (a "
+    "range's time is the capture split evenly), so ops have measured (Total (HW)) and "
+    "modelled FLOPs but no rate, bound or efficiency. Times need a capture with "
+    "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]."
+)
+COUNTERS_STEPS = (
+    "{count:,} ProfilerStep spans not used as steps: without device times a step has no "
+    "duration to judge."
 )
 NO_SHAPES = (
     "The trace has no recorded shapes: ops get times but no FLOPs or bytes. Profile with "
     "torch.profiler.profile(record_shapes=True)."
+)
+NO_SHAPES_TO_COMPARE = (
+    "The trace has no recorded shapes: ops get no modelled FLOPs or bytes to compare the "
+    "measured ones with. Profile with torch.profiler.profile(record_shapes=True)."
 )
 NO_PEAKS = (
     "No peaks known for this device: rates and intensities are shown but bound_by is "
@@ -415,6 +439,19 @@ def attribute(events: TraceEvents, nest: Nesting, kept: np.ndarray | None = None
         slot = np.minimum(np.searchsorted(corr_sorted, wanted), len(by_corr) - 1)
         found = (wanted >= 0) & (corr_sorted[slot] == wanted)
         call[found] = by_corr[slot[found]]
+    return attribute_calls(events, nest, kept, gpu, is_kernel, call)
+
+
+def attribute_calls(
+    events: TraceEvents,
+    nest: Nesting,
+    kept: np.ndarray | None,
+    gpu: np.ndarray,
+    is_kernel: np.ndarray,
+    call: np.ndarray,
+) -> Launches:
+    """``attribute`` of GPU events (rows ``gpu``) whose runtime calls are known (``call``,
+    -1: none): CUPTI ranges come joined to their calls by order, not by correlation."""
     launched = call >= 0
     shifted = np.full(len(gpu), -1, np.int64)
     shifted[launched] = nest.shift(events.thread[call[launched]], events.begin_ns[call[launched]])
@@ -489,6 +526,13 @@ def has_device(events: TraceEvents) -> bool:
     )
 
 
+def kernel_launch_calls(events: TraceEvents) -> np.ndarray:
+    """The runtime calls that launch one kernel each (graph launches replay many)."""
+    launches = _launch_calls(events)
+    graphs = [c for c, n in enumerate(events.names) if GRAPH_LAUNCH.search(n)]
+    return launches[~np.isin(events.name[launches], graphs)]
+
+
 def _launch_calls(events: TraceEvents) -> np.ndarray:
     runtime = np.flatnonzero(events.of(*RUNTIME_CATEGORIES))
     launch_codes = [c for c, n in enumerate(events.names) if LAUNCH_NAME.search(n)]
@@ -506,9 +550,10 @@ def no_activity_stats(events: TraceEvents, host: str) -> OpStats:
     warning = NO_DEVICE_ACTIVITY.format(
         device=described, found=found, activity="MTIA" if mtia else "CUDA"
     )
-    ranges = events.of("cuda_profiler_range")
-    if ranges.any():
-        warning += " " + PROFILER_RANGES.format(ranges=int(ranges.sum()))
+    if len(events.range_rows):
+        warning += " " + NOT_JOINED.format(
+            ranges=len(events.range_rows), launches=len(kernel_launch_calls(events))
+        )
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -562,6 +607,7 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
         stats.diagnostics.info.append(NO_LAUNCHING_OPS)
     _note_unattributed(stats, events, launches, kernel_op)
     _note_unknown(stats, ex)
+    _add_hardware(stats, events, launches, kernel_op, ex)
     share = kernel_share_note(stats.all_db)
     stats.notes.extend(
         [device_time_note(stats.run_env.hardware_type, len(devices)), *([share] if share else [])]
@@ -860,15 +906,20 @@ def _note_unattributed(
             )
 
 
-def _note_unknown(stats: OpStats, ex: Executions, row_time_ps: np.ndarray | None = None) -> None:
-    """Notes of the ops whose cost is unknown, by reason. With the rows' times (CPU), the
-    ops without a cost model are counted with their share of the time, and so are the
-    annotations' rows."""
+def _note_unknown(
+    stats: OpStats,
+    ex: Executions,
+    row_time_ps: np.ndarray | None = None,
+    known: str = "times only",
+) -> None:
+    """Notes of the ops whose cost is unknown, by reason (``known``: what such an op still
+    has). With the rows' times (CPU), the ops without a cost model are counted with their
+    share of the time, and so are the annotations' rows."""
     for reason, ops in ex.unknown.items():
         if row_time_ps is not None and reason == NO_MODEL:
             continue
         if any(family(n)[0] != OTHER or n.startswith("aten::") for n in ops):
-            stats.notes.append(f"{named(ops, 'op', 4)}: {reason}; times only.")
+            stats.notes.append(f"{named(ops, 'op', 4)}: {reason}; {known}.")
     if row_time_ps is None:
         return
     total = float(row_time_ps.sum()) or 1.0
@@ -882,3 +933,113 @@ def _note_unknown(stats: OpStats, ex: Executions, row_time_ps: np.ndarray | None
             listed = ", ".join(ex.names[r] for r in rows[:NAMED_OPS])
             more = f" and {len(rows) - NAMED_OPS:,} more" if len(rows) > NAMED_OPS else ""
             stats.notes.append(text.format(count=len(rows), share=share, names=listed + more))
+
+
+def _range_rows(stats_db: OpMetricsDb, ex: Executions, range_ex: np.ndarray) -> np.ndarray:
+    """The row of ``stats_db`` (by op row name) of each range's op row (``range_ex``: a
+    row of ``ex``, -1 none)."""
+    slot = {name: i for i, name in enumerate(stats_db.name.tolist())}
+    of_ex = np.array([slot.get(name, -1) for name in ex.names] + [-1], np.int64)
+    return of_ex[np.where(range_ex >= 0, range_ex, len(ex.names))]
+
+
+def _add_hardware(
+    stats: OpStats, events: TraceEvents, launches: Launches, kernel_op: np.ndarray, ex: Executions
+) -> None:
+    """Total (HW) of a trace with kernel activity and counter ranges: each range joined to
+    its launch call, so to the op row of the kernel that call launched."""
+    counters = read_counters(events)
+    if counters is None:
+        return
+    calls = kernel_launch_calls(events)
+    joined = join_launches(counters, events, calls)
+    if not len(joined):
+        stats.notes.append(NOT_JOINED.format(ranges=len(counters.rows), launches=len(calls)))
+        return
+    launched = np.flatnonzero((launches.call >= 0) & launches.is_kernel)
+    order = launched[np.argsort(launches.call[launched], kind="stable")]
+    by_call = launches.call[order]
+    at = np.minimum(np.searchsorted(by_call, joined), max(len(by_call) - 1, 0))
+    range_ex = np.full(len(joined), -1, np.int64)
+    if len(by_call):
+        found = by_call[at] == joined
+        range_ex[found] = kernel_op[order[at[found]]]
+    rows = _range_rows(stats.all_db, ex, range_ex)
+    stats.hardware = hardware_counts(stats.all_db, rows, counters, len(calls))
+
+
+@dataclass
+class CounterAttribution:
+    """The ranges of a counters-only trace joined to their op rows."""
+
+    counters: RangeCounters
+    launches: int  # kernel launch calls of the trace
+    counted: np.ndarray  # cpu op indices of the executions that launched a counted kernel
+    ex: Executions
+    kernel_op: np.ndarray  # op row of ``ex`` per range
+
+
+def counter_attribution(events: TraceEvents) -> CounterAttribution | None:
+    """Each range joined to its launch call by order, so to the innermost CPU op around the
+    call (else the annotation, else a row named by the range's kernel); None when the
+    ranges cannot be joined one to one to the kernel launch calls."""
+    counters = read_counters(events)
+    calls = kernel_launch_calls(events)
+    joined = join_launches(counters, events, calls) if counters is not None else calls[:0]
+    if counters is None or not len(joined):
+        return None
+    kept = ops_but_steps(events)
+    nest = nesting(events, events.op_rows[kept])
+    ranges = counters.rows
+    launches = attribute_calls(events, nest, kept, ranges, np.ones(len(ranges), bool), joined)
+    instance = launches.instance
+    counted, kernel_exec = unique(instance[instance >= 0], return_inverse=True)
+    ex = cost_executions(events, counted)
+    kernel_op = np.full(len(ranges), -1, np.int64)
+    kernel_op[instance >= 0] = ex.op[kernel_exec.ravel()]
+    _rows_without_op(events, launches, kernel_op, ex)
+    return CounterAttribution(counters, len(calls), counted, ex, kernel_op)
+
+
+def range_ops(events: TraceEvents) -> list[str] | None:
+    """The op row name of each range, in time order (None: not joined)."""
+    found = counter_attribution(events)
+    if found is None:
+        return None
+    return [found.ex.names[row] if row >= 0 else "" for row in found.kernel_op.tolist()]
+
+
+def counter_op_stats(events: TraceEvents, host: str) -> OpStats | None:
+    """A trace of CUPTI ranges without kernel activity (how Kineto records counters): op
+    rows (``counter_attribution``) with occurrences and modelled FLOPs but no times, and
+    their Total (HW); None when the ranges cannot be joined."""
+    found = counter_attribution(events)
+    if found is None:
+        return None
+    ranges, ex, kernel_op = found.counters.rows, found.ex, found.kernel_op
+    devices = unique(events.pid[ranges])
+    no_time = np.zeros(len(ranges), np.int64)
+    whole = aggregate(
+        ex, np.zeros(len(found.counted), np.int64), kernel_op, no_time, no_time, np.array([0])
+    )
+    wanted = {p for p in (events.pids[d] for d in devices.tolist()) if isinstance(p, int)}
+    perf_env, described = _device(events, wanted)
+    stats = OpStats(
+        hosts=[host],
+        run_env=RunEnvironment(
+            hardware_type="GPU",
+            device_type=described,
+            device_core_count=len(devices),
+            active_core_count=len(devices),
+        ),
+        perf_env=perf_env,
+        all_db=whole.db(0),
+    )
+    stats.diagnostics.warnings.append(COUNTERS_ONLY.format(ranges=len(ranges)))
+    _note_unknown(stats, ex, known="measured FLOPs only")
+    steps = profiler_steps(events)
+    if steps.numbers:
+        stats.notes.append(COUNTERS_STEPS.format(count=len(steps.numbers)))
+    rows = _range_rows(stats.all_db, ex, kernel_op)
+    stats.hardware = hardware_counts(stats.all_db, rows, found.counters, found.launches)
+    return stats

@@ -15,7 +15,8 @@ JSON is parsed by ``orjson`` when it is importable and the text is at most
 at a time (``json.JSONDecoder.raw_decode``), so a trace of hundreds of MB never has a dict
 per event alive at once; orjson is not a dependency. Events become columns in one pass;
 after reading, memory holds arrays and the recorded shapes and types of
-``cpu_op`` rows only.
+``cpu_op`` rows, and the counters of CUPTI range-profiler ranges (``cuda_profiler_range``:
+one per kernel, its args the hardware counters), only.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ MODERN_CATEGORIES = {
 }
 # The categories of CPU ops (whose recorded shapes are kept), today's name first.
 OP_CATEGORIES = ("cpu_op", "Operator")
+# CUPTI range-profiler ranges: their args (hardware counters) are kept.
+RANGE_CATEGORY = "cuda_profiler_range"
 # Older Kineto's device property keys -> today's.
 MODERN_PROPERTIES = {
     "major": "computeMajor",
@@ -97,6 +100,15 @@ class TraceEvents:
     op_dims: np.ndarray  # object: list per op, or None
     op_types: np.ndarray  # object
     op_concrete: np.ndarray  # object
+    # The cuda_profiler_range rows (``range_rows``) and their numeric args (counters), one
+    # entry per (range, counter): the range's index in ``range_rows``, the counter's in
+    # ``counter_names``, its value (NaN: not a finite number). As many entries as the trace
+    # has values, whatever names its ranges use.
+    range_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counter_names: list[str] = field(default_factory=list)
+    counter_range: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counter_name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counter_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
     base_us: float = 0.0
     device_properties: list[dict] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -314,6 +326,9 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     for op_category in OP_CATEGORIES:  # codes 0..len-1: one comparison tells a CPU op
         categories(op_category)
     op_codes = len(OP_CATEGORIES)
+    range_code = categories(RANGE_CATEGORY)
+    range_rows: list[int] = []
+    range_args: list[dict] = []
     # Known values' codes looked up without a call (millions of events).
     name_code, category_code = names.index.get, categories.index.get
     pid_code, thread_code = pids.index.get, threads.index.get
@@ -337,6 +352,9 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
             op_dims.append(args.get("Input Dims"))
             op_types.append(args.get("Input type"))
             op_concrete.append(args.get("Concrete Inputs"))
+        elif cat == range_code:
+            range_rows.append(done + len(name))
+            range_args.append(args)
         value = event.get("name", "")
         code = name_code(value)
         name.append(names(value) if code is None else code)
@@ -373,6 +391,8 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     begin_ns = np.rint((ts_us - base) * 1000.0).astype(np.int64)
     del ts_us
     dur_ns = np.rint(dur_us * 1000.0).astype(np.int64)
+    counter_names, counter_range, counter_name, counter_value = _counters(range_args)
+    del range_args
     return TraceEvents(
         **column,
         names=[str(n) for n in names.values],
@@ -385,11 +405,39 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         op_dims=_objects(op_dims),
         op_types=_objects(op_types),
         op_concrete=_objects(op_concrete),
+        range_rows=np.asarray(range_rows, np.int64),
+        counter_names=counter_names,
+        counter_range=counter_range,
+        counter_name=counter_name,
+        counter_value=counter_value,
         base_us=base,
         device_properties=_device_properties(document),
         metadata={
             k: v for k, v in document.items() if k not in ("deviceProperties", "computeProperties")
         },
+    )
+
+
+def _counters(range_args: list[dict]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The ranges' numeric args as (names, range index, name index, value) entries; a value
+    that is not a finite number (or beyond MAX_MAGNITUDE) is NaN."""
+    names: dict[str, int] = {}
+    where: list[int] = []
+    which: list[int] = []
+    values: list[float] = []
+    for i, args in enumerate(range_args):
+        for key, value in args.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            where.append(i)
+            which.append(names.setdefault(str(key), len(names)))
+            number = _number(value)
+            values.append(number if number or value == 0 else math.nan)
+    return (
+        list(names),
+        np.asarray(where, np.int64),
+        np.asarray(which, np.int64),
+        np.asarray(values, np.float64),
     )
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from ..arrays import unique
 from ..peaks.devices import device_time_words
 from ..peaks.perf_env import PerfEnv, RunEnvironment
+from .hardware import HardwareCounts, combine_hardware
 from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
 
@@ -224,6 +225,8 @@ class OpStats:
     # hosts combined, or a PyTorch trace). ``device``: the one shown, None for all.
     devices: list[int] = field(default_factory=list)
     device: int | None = None
+    # What hardware counters measured per op (XProf's ALL_HW records), when recorded.
+    hardware: HardwareCounts | None = None
 
     @property
     def complete_steps(self) -> list[StepInfo]:
@@ -286,6 +289,7 @@ class HostsCombiner:
         self._numbers: list[int] = []
         self._seen: dict[int, list] = {}  # step number -> [hosts, complete, duration]
         self._unattributed: list[OpMetricsDb | None] = []
+        self._hardware: list[HardwareCounts] = []
 
     def add(self, part: OpStats) -> None:
         if len(self._parts) == 1:  # a second host: the first one's ops go in now
@@ -295,8 +299,10 @@ class HostsCombiner:
     def _merged_in(self, part: OpStats) -> OpStats:
         """Merges a host's ops into the rows so far; what is left of the host to keep."""
         self._unattributed.append(part.unattributed)
+        if part.hardware is not None:
+            self._hardware.append(part.hardware)
         self._merge(part)
-        return replace(part, all_db=empty_db(), steps=[], unattributed=None)
+        return replace(part, all_db=empty_db(), steps=[], unattributed=None, hardware=None)
 
     def _merge(self, part: OpStats) -> None:
         block, keys = _db_block([part.all_db]), self._all_keys.of(part.all_db)
@@ -385,6 +391,7 @@ class HostsCombiner:
             steps=self._common_steps(len(parts)),
             diagnostics=diagnostics,
             has_step_markers=any(p.has_step_markers for p in parts),
+            hardware=combine_hardware(self._hardware, all_db.total_time_ps),
         )
 
     def _common_steps(self, hosts: int) -> list[StepInfo]:

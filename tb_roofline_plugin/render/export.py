@@ -1,8 +1,9 @@
 """Our complete json form and the ``export`` command's formats.
 
 ``to_json`` / ``complete_json_text``: the RooflineModelDatabase as protobuf JSON plus what
-the tab needs besides (device and peaks, steps, per-op details, wasted time, notes), the
-records written column by column (``json_text`` is the fast writer). ``render`` /
+the tab needs besides (device and peaks, steps, per-op details, wasted time, notes, and
+what hardware counters measured beside the model, ``hardware``), the records written column
+by column (``json_text`` is the fast writer). ``render`` /
 ``render_pieces``: one of ``FORMATS`` (datatable and csv come from ``datatable``).
 """
 
@@ -37,6 +38,7 @@ from ..units import GIB_PER_GB
 from ..wording import named
 from .advice import advice_lines, percent_text
 from .datatable import csv_pieces, datatable_pieces
+from .hardware import hardware_section
 from .json_text import (
     Field,
     bool_field,
@@ -703,7 +705,7 @@ def _body(
     ops: list[dict] | None = None,
     steps: list[dict] | None = None,
 ) -> dict:
-    return {
+    body = {
         "step": selection.label,
         "format": "tb-roofline/1",
         "generator": f"tb_roofline_plugin {__version__}",
@@ -718,6 +720,11 @@ def _body(
         "roofline_classes": dict(BOUND_WORDS),
         "database": database,
     }
+    hardware = hardware_section(stats, model) if selection.label == TOTAL else None
+    if hardware is not None:  # only profiles with counters: the others' json is unchanged
+        body = {**{k: v for k, v in body.items() if k != "database"}, "hardware_counters": hardware}
+        body["database"] = database
+    return body
 
 
 def _notes(stats: OpStats) -> list[str]:

@@ -22,6 +22,7 @@ from .export import (
     no_ceiling_ops,
     selected_ops,
 )
+from .hardware import hardware_lines, hardware_section
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
 MAX_MESSAGES = 10  # per severity
@@ -198,6 +199,9 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     if footnote:
         out.append(footnote)
     out.extend(terminal_safe(n) for n in stats.notes if n.startswith(KERNEL_SHARE_PREFIX))
+    hardware = hardware_lines(hardware_section(stats, model), top)
+    if hardware:
+        out.extend(["", *hardware])
     diag = database.diagnostics
     warnings = list(diag.warnings)
     info = list(diag.info)
@@ -207,6 +211,8 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     ceiling_note = no_ceiling_info(model, total, stats)
     if ceiling_note is not None:
         info.append(ceiling_note)
+    if stats.hardware is not None:
+        info.extend(stats.hardware.notes)
     for severity, messages in (("INFO", info), ("WARNING", warnings)):
         out.extend(_messages(severity, list(messages)))
     return "\n".join(out) + "\n"

@@ -1,6 +1,8 @@
 """The roofline of one host or all hosts: the RooflineModelDatabase (its fields, record
 sets and diagnostics, ``docs/roofline-semantics.md`` sections 3, 4 and 10), for the whole
-profile or one step, as ``RooflineModel`` (header plus record columns).
+profile or one step, as ``RooflineModel`` (header plus record columns). A profile with
+hardware counters gets XProf's ``ALL_HW`` records too ("Total (HW)", which XProf defines but
+never produces): after all the others, include_infeed_outfeed true.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ops.hardware import DRAM_BYTES
 from ..ops.op_metrics import (
     IDLE_NAME,
     OpMetricsDb,
@@ -153,10 +156,34 @@ def roofline_model(stats: OpStats) -> RooflineModel:
         records.append(op_records(stats.all_db, peaks, cores, include))
         if segments is not None:
             records.append(program_records(segments, peaks, cores, include, kinds, nums, divisors))
+    hardware = hardware_records(stats, peaks)
+    if hardware is not None:
+        records.append(hardware)
     diagnostics = step_diagnostics(stats)
     diagnostics.extend(stats.diagnostics)
     _add_diagnostics(database, diagnostics)
     return RooflineModel(database, RecordSet.concat(records))
+
+
+def hardware_records(stats: OpStats, peaks: DatabasePeaks) -> RecordSet | None:
+    """The ALL_HW records (Program, then the ops by self time) of what the counters measured,
+    include_infeed_outfeed true (the counters count every kernel, infeed/outfeed or not);
+    None without counters. Without measured DRAM bytes no bound can be judged: Unknown."""
+    hardware = stats.hardware
+    if hardware is None or not len(hardware.db):
+        return None
+    cores = stats.run_env.device_core_count
+    kind = roofline_model_pb2.ALL_HW
+    records = RecordSet.concat(
+        [
+            program_records([hardware.db], peaks, cores, True, [kind], [0], [1]),
+            op_records(hardware.db, peaks, cores, True, kind),
+        ]
+    )
+    if not hardware.measured.get(DRAM_BYTES, False):
+        records.columns["bound_by"][:] = "Unknown"
+        records.columns["bottleneck_operational_intensity"][:] = 0.0
+    return records
 
 
 def build_database(stats: OpStats) -> roofline_model_pb2.RooflineModelDatabase:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..files import read_regular
+from ..ops.hardware import HardwareCounts
 from ..ops.op_metrics import OpMetricsDb
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
@@ -30,7 +31,8 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
-FORMAT = "tb-roofline-stats/7"  # 7: XLA:CPU self times are busy shares; the host's devices
+# 7: XLA:CPU self times are busy shares; the host's devices; 8: hardware counters (Total (HW))
+FORMAT = "tb-roofline-stats/8"
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
 
 
@@ -92,6 +94,11 @@ def dumps(stats: OpStats) -> bytes:
     else:
         for i, step in enumerate(stats.steps):
             arrays.update(_db_arrays(f"step{i}", step.db))
+    hardware = stats.hardware
+    if hardware is not None:
+        arrays.update(_db_arrays("hw", hardware.db))
+        arrays["hw.kernels"] = np.asarray(hardware.kernels, np.int64)
+        arrays.update({f"hw.values.{k}": np.asarray(v) for k, v in hardware.values.items()})
     meta = {
         "format": FORMAT,
         "hosts": stats.hosts,
@@ -105,6 +112,18 @@ def dumps(stats: OpStats) -> bytes:
         "unattributed": stats.unattributed is not None,
         "devices": [int(d) for d in stats.devices],
         "device": stats.device,
+        "hardware": None
+        if hardware is None
+        else {
+            "values": list(hardware.values),
+            "measured": hardware.measured,
+            "ranges": hardware.ranges,
+            "launches": hardware.launches,
+            "joined": hardware.joined,
+            "counters": hardware.counters,
+            "source": hardware.source,
+            "notes": hardware.notes,
+        },
     }
     arrays["meta"] = np.asarray(json.dumps(meta))
     out = io.BytesIO()
@@ -158,7 +177,28 @@ def loads(data: bytes) -> OpStats:
             program_names={int(k): v for k, v in meta["program_names"].items()},
             devices=[int(d) for d in meta["devices"]],
             device=None if meta["device"] is None else int(meta["device"]),
+            hardware=_hardware_from(meta.get("hardware"), npz),
         )
+
+
+def _hardware_from(meta: dict | None, npz) -> HardwareCounts | None:
+    if meta is None:
+        return None
+    db = _db_from("hw", npz)
+    values = {str(k): npz[f"hw.values.{k}"] for k in meta["values"]}
+    _same_lengths("hardware rows", [npz["hw.kernels"], *values.values()], len(db))
+    return HardwareCounts(
+        db=db,
+        kernels=npz["hw.kernels"],
+        values=values,
+        measured={str(k): bool(v) for k, v in meta["measured"].items()},
+        ranges=int(meta["ranges"]),
+        launches=int(meta["launches"]),
+        joined=int(meta["joined"]),
+        counters=[str(c) for c in meta["counters"]],
+        source=str(meta["source"]),
+        notes=[str(n) for n in meta["notes"]],
+    )
 
 
 def _check_table(table: StepOps, index, steps: int) -> None:
