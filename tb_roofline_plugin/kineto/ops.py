@@ -23,7 +23,7 @@ self time (span minus the ops inside it) is the innermost op's, a composite's di
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from ..ops.op_stats import (
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
+from . import op_text
 from .aten_cost import (
     MEMORY_COPY,
     NO_MODEL,
@@ -228,6 +229,13 @@ class Executions:
     categories: list[str]
     dtypes: list[str]
     unknown: dict[str, list[str]]  # reason -> op names whose cost is unknown
+    # Each execution's recorded inputs: an index into ``signature_args`` (dims, types, concrete).
+    signature: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    signature_args: list[tuple] = field(default_factory=list)
+    # Per op row (``op_text``; rows added later have none): shapes, module path, source line.
+    shapes: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
 
 def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
@@ -246,6 +254,10 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     distinct: dict[tuple, int] = {}
     found: list[tuple[float, float, float]] = []
     which = []
+    # One signature per distinct (name, recorded arguments), for the op rows' shapes.
+    signatures: dict[tuple[int, str], int] = {}
+    signature_args: list[tuple] = []
+    signature = []
     recorded = zip(
         events.op_dims[instance].tolist(),
         events.op_types[instance].tolist(),
@@ -257,7 +269,13 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         zip(name_codes.tolist(), recorded, flops_arg)
     ):
         none = dims is None and types is None and concrete is None
-        shapes = repr((dims, types, concrete)) if code in with_model and not none else ""
+        arguments = "" if none else repr((dims, types, concrete))
+        at = signatures.get((code, arguments))
+        if at is None:
+            at = signatures[(code, arguments)] = len(signature_args)
+            signature_args.append((dims, types, concrete))
+        signature.append(at)
+        shapes = arguments if code in with_model else ""
         key = (code, shapes, flops)
         at = distinct.get(key)
         if at is None:
@@ -276,7 +294,7 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(which, np.int64)]
     # Shapes beyond any real tensor (2**70 elements) give costs no sum may overflow.
     np.clip(np.nan_to_num(costs, posinf=MAX_MAGNITUDE), 0.0, MAX_MAGNITUDE, out=costs)
-    return Executions(
+    ex = Executions(
         instance,
         op,
         costs[:, 0],
@@ -286,7 +304,48 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         [family(n)[0] for n in names],
         dtypes,
         unknown,
+        np.asarray(signature, np.int64),
+        signature_args,
     )
+    _describe(events, ex)
+    return ex
+
+
+def _describe(events: TraceEvents, ex: Executions) -> None:
+    """Each op row's shapes, ``nn.Module`` path and source line (``op_text``): those most of
+    its executions have. Frames and modules are the innermost ``python_function`` spans
+    holding an execution's start on its thread; without one, its ``Call stack`` arg."""
+    rows = len(ex.names)
+    texts = [op_text.inputs_text(*args) for args in ex.signature_args]
+    ex.shapes = op_text.per_row(rows, ex.op, ex.signature, texts)
+    at = events.op_rows[ex.instance]
+    thread, begin = events.thread[at], events.begin_ns[at]
+    python = np.flatnonzero(events.category == events.code("python_function"))
+    codes, code_of = unique(events.name[python], return_inverse=True)
+    frames = [events.names[c] for c in codes.tolist()]
+    user = np.array([op_text.is_user_frame(f) for f in frames], bool)
+    module = np.array([f.startswith(op_text.MODULE_PREFIX) for f in frames], bool)
+    code_of = code_of.ravel()
+    # Source: the innermost user frame, else the Call stack's.
+    frame = _innermost_rows(events, python[user[code_of]], thread, begin)
+    sources = [op_text.frame_source(f) for f in frames] + [
+        op_text.stack_source(s) for s in events.stacks
+    ]
+    value = len(frames) + events.op_stack[ex.instance].astype(np.int64)
+    has = frame >= 0
+    value[has] = np.searchsorted(codes, events.name[frame[has]])
+    ex.sources = op_text.per_row(rows, ex.op, value, sources)
+    # Module: the path of nn.Module spans around the innermost one.
+    spans = python[module[code_of]]
+    if not len(spans):
+        ex.modules = [""] * rows
+        return
+    marks = nesting(events, spans)
+    names = [events.names[c] for c in events.name[spans[marks.order]].tolist()]
+    paths = np.empty(len(spans), object)
+    paths[marks.order] = op_text.module_paths(names, marks.parent)
+    inner = marks.innermost(marks.shift(thread, begin))
+    ex.modules = op_text.per_row(rows, ex.op, inner, paths.tolist())
 
 
 def _conv_shapes(events: TraceEvents) -> ConvShapes:
@@ -340,6 +399,12 @@ def aggregate(
     static["name"][:] = ex.names
     static["category"][:] = ex.categories
     static["dtype"][:] = ex.dtypes
+    for column, texts in (
+        ("shapes", ex.shapes),
+        ("framework_op", ex.modules),
+        ("code_line", ex.sources),
+    ):
+        static[column][: len(texts)] = texts[:n]
     columns = unnested_columns(occurrences, time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
 

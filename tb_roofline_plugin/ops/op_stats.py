@@ -360,6 +360,10 @@ _DESCRIPTIVE = (
     "source_line",
     "source_stack",
     "dtype",
+    "shapes",
+    "hlo_text",
+    "framework_op",
+    "code_line",
 )
 
 

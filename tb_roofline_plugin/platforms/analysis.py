@@ -62,7 +62,10 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
     elif profile.planes_matching(TPU_CORE_PLANE):
         from .tpu import tpu_op_stats
 
-        stats = tpu_op_stats(profile, host)
+        # libtpu costs the ops; the modules give their dtypes and shapes (an undecodable one:
+        # its ops' own HLO lines give them).
+        modules, _ = program_modules(profile)
+        stats = tpu_op_stats(profile, host, modules)
     else:
         from .cpu import cpu_op_stats
 

@@ -30,8 +30,18 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
-FORMAT = "tb-roofline-stats/6"  # 6: CPU steps never overlap, Total holds them (issue 20)
-_OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
+FORMAT = "tb-roofline-stats/7"  # 7: ops' shapes, HLO text, framework op (issue 21)
+_OBJECT_COLUMNS = (
+    "name",
+    "category",
+    "source_file",
+    "source_stack",
+    "dtype",
+    "shapes",
+    "hlo_text",
+    "framework_op",
+    "code_line",
+)
 
 
 def cache_key(path: str, size: int, mtime: float, peaks: str | None = None) -> str:

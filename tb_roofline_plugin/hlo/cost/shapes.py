@@ -83,6 +83,15 @@ def dtype_name(element_type: int) -> str:
         return f"type{element_type}"
 
 
+def element_bytes(xla_name: str) -> int:
+    """Unpacked bytes per element of a lower-case XLA type name ("bf16": 2); 0 for names
+    that are not array types (token, tuple) or unknown."""
+    try:
+        return _ELEMENT_BYTES.get(_PT.Value(xla_name.upper()), 0)
+    except ValueError:
+        return 0
+
+
 def is_tuple(shape: hlo_pb2.ShapeProto) -> bool:
     return shape.element_type == TUPLE
 
