@@ -41,7 +41,8 @@ export function opColumns(memory = 'HBM', rate = flopUnit(0)) {
         ['operation', 'Operation', (r) => r.name],
         ['guidance', 'Guidance', (r) => r.guidance],
       ],
-      title: 'Sort by op name; below each name, one line of guidance',
+      title:
+        'Sort by op name; below each name, its shapes and framework op, then one line of guidance; ▸ opens its details',
     }),
     s('category', 'Category', (r) => r.category),
     n(

@@ -21,7 +21,7 @@ export function opIdentity(d = {}) {
 export function identityHover(row) {
   const lines = [];
   if (row.shapes) lines.push(`shapes ${esc(row.shapes)}`);
-  if (row.frameworkOp) lines.push(`op ${esc(row.frameworkOp)}`);
+  if (row.frameworkOp) lines.push(`framework op ${esc(row.frameworkOp)}`);
   if (row.source) lines.push(`source ${esc(row.source)}`);
   return lines;
 }

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from tensorboard_process import running_tensorboard
 from test_frontend import (
+    ARTIFACTS,
     CHROMIUM,
     LAUNCH_ARGS,
     OP_POINTS,
@@ -89,6 +90,12 @@ def _hover_text(frame, key: str) -> str:
     return frame.locator("#op-chart .hoverlayer").text_content()
 
 
+def _hover_shot(page, name: str) -> None:
+    """The page as it is, hover box included (``Session.shot`` resizes, which ends a hover)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
 def _show(page, run: str, host: str):
     frame = page.show(run, host)
     ops, details = _ops(page.base, run, host)
@@ -109,7 +116,9 @@ def test_the_hover_of_a_demo_gemm_shows_its_shapes_and_framework_op(page):
     assert d["shapes"].startswith("bf16[") and " → bf16[" in d["shapes"]
     text = _hover_text(frame, key)
     assert f"shapes {d['shapes']}" in text
-    assert f"op {d['framework_op']}" in text and "dot_general" in d["framework_op"]
+    assert f"framework op {d['framework_op']}" in text and "dot_general" in d["framework_op"]
+    frame.locator("#op-chart").scroll_into_view_if_needed()
+    _hover_shot(page, "op_identity_hover_tpu")
     page.assert_clean()
 
 
@@ -175,5 +184,7 @@ def test_a_pytorch_op_recorded_with_stack_names_its_module_and_line(page):
     assert d["framework_op"].startswith("LM_0/Linear_0") and "torch_lstm.py:" in d["source"]
     text = _hover_text(frame, key)
     assert f"shapes {d['shapes']}" in text and f"source {d['source']}" in text
-    assert f"op {d['framework_op']}" in text
+    assert f"framework op {d['framework_op']}" in text
+    frame.locator("#op-chart").scroll_into_view_if_needed()
+    _hover_shot(page, "op_identity_hover_pytorch")
     page.assert_clean()

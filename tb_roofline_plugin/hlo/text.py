@@ -100,16 +100,19 @@ def instruction_text(
     instr: hlo_pb2.HloInstructionProto,
     operands: Sequence[hlo_pb2.HloInstructionProto],
     computation: Callable[[int], str],
+    shapes: tuple[Sequence[str], str] | None = None,
 ) -> str:
     """The instruction's line as XLA prints it (without layouts, metadata or backend config),
-    shortened; ``computation(id)`` names a called computation."""
+    shortened; ``computation(id)`` names a called computation; ``shapes``: the operands' and
+    the result's shape texts when already made."""
+    operand_shapes, result = shapes or ([shape_text(o.shape) for o in operands], None)
     if instr.opcode == "parameter":
         inside = str(instr.parameter_number)
     elif instr.opcode == "constant":
         inside = "..."
     else:
-        inside = ", ".join(f"{shape_text(o.shape)} %{o.name}" for o in operands)
-    text = f"%{instr.name} = {shape_text(instr.shape)} {instr.opcode}({inside})"
+        inside = ", ".join(f"{s} %{o.name}" for s, o in zip(operand_shapes, operands))
+    text = f"%{instr.name} = {result or shape_text(instr.shape)} {instr.opcode}({inside})"
     attributes = _attributes(instr, computation)
     return shortened(", ".join([text, *attributes]))
 
@@ -155,9 +158,12 @@ def op_text(module: ModuleCosts, name: str) -> OpText | None:
     code_line = ""
     if origin is not None and origin is not instr and not source_line(*module.source(name)):
         code_line = source_line(*module.source(origin.name))
+    operand_shapes, result = [shape_text(o.shape) for o in operands], shape_text(instr.shape)
     return OpText(
-        shapes=shapes_text([shape_text(o.shape) for o in operands], shape_text(instr.shape)),
-        hlo_text=instruction_text(instr, operands, module.computation_name),
+        shapes=shapes_text(operand_shapes, result),
+        hlo_text=instruction_text(
+            instr, operands, module.computation_name, (operand_shapes, result)
+        ),
         framework_op=origin.metadata.op_name if origin is not None else "",
         code_line=code_line,
     )

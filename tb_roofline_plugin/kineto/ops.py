@@ -249,15 +249,15 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     dtypes = [""] * len(names)
     unknown: dict[str, list[str]] = {}
     with_model = {c for c in codes.tolist() if family(events.names[c])[1] is not None}
-    # One cost per distinct (name, recorded arguments, flops arg), in order of first use;
-    # ``which``: each execution's.
+    # One signature per distinct (name, recorded arguments, flops arg), in order of first use
+    # (``which``: each execution's); its cost is that of (name, arguments if the op has a cost
+    # model, flops arg), computed once.
     distinct: dict[tuple, int] = {}
+    signature_args: list[tuple] = []
+    cost_of: list[int] = []  # per signature: its entry in ``found``
+    costed: dict[tuple, int] = {}
     found: list[tuple[float, float, float]] = []
     which = []
-    # One signature per distinct (name, recorded arguments), for the op rows' shapes.
-    signatures: dict[tuple[int, str], int] = {}
-    signature_args: list[tuple] = []
-    signature = []
     recorded = zip(
         events.op_dims[instance].tolist(),
         events.op_types[instance].tolist(),
@@ -270,28 +270,29 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     ):
         none = dims is None and types is None and concrete is None
         arguments = "" if none else repr((dims, types, concrete))
-        at = signatures.get((code, arguments))
-        if at is None:
-            at = signatures[(code, arguments)] = len(signature_args)
-            signature_args.append((dims, types, concrete))
-        signature.append(at)
-        shapes = arguments if code in with_model else ""
-        key = (code, shapes, flops)
+        key = (code, arguments, flops)
         at = distinct.get(key)
         if at is None:
-            args = OpArgs(_listed(dims), _listed(types), _listed(concrete), conv)
-            cost = op_cost(events.names[code], args, flops)
-            at = distinct[key] = len(found)
-            found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
-            row = op[i]
-            if cost.dtype and not dtypes[row]:
-                dtypes[row] = cost.dtype
-            if not cost.known:
-                listed = unknown.setdefault(cost.note, [])
-                if events.names[code] not in listed:
-                    listed.append(events.names[code])
+            at = distinct[key] = len(signature_args)
+            signature_args.append((dims, types, concrete))
+            cost_key = (code, arguments if code in with_model else "", flops)
+            entry = costed.get(cost_key)
+            if entry is None:
+                args = OpArgs(_listed(dims), _listed(types), _listed(concrete), conv)
+                cost = op_cost(events.names[code], args, flops)
+                entry = costed[cost_key] = len(found)
+                found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
+                row = op[i]
+                if cost.dtype and not dtypes[row]:
+                    dtypes[row] = cost.dtype
+                if not cost.known:
+                    listed = unknown.setdefault(cost.note, [])
+                    if events.names[code] not in listed:
+                        listed.append(events.names[code])
+            cost_of.append(entry)
         which.append(at)
-    costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(which, np.int64)]
+    signature = np.asarray(which, np.int64)
+    costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(cost_of, np.int64)[signature]]
     # Shapes beyond any real tensor (2**70 elements) give costs no sum may overflow.
     np.clip(np.nan_to_num(costs, posinf=MAX_MAGNITUDE), 0.0, MAX_MAGNITUDE, out=costs)
     ex = Executions(
@@ -304,7 +305,7 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         [family(n)[0] for n in names],
         dtypes,
         unknown,
-        np.asarray(signature, np.int64),
+        signature,
         signature_args,
     )
     _describe(events, ex)

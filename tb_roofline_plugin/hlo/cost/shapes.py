@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 
@@ -72,6 +73,7 @@ def roofline_dtype(xla_name: str) -> str:
 # --- shapes --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_name(element_type: int) -> str:
     """Lower-case XLA name of a PrimitiveType number ("bf16", "f8e4m3fn", "pred", ...)."""
     special = _SPECIAL_NAMES.get(element_type)
