@@ -6,6 +6,7 @@ import {byteRate, duration, escapeHtml as esc, flopRate, gibToGb, num, pct} from
 import {PALETTE, SYMBOLS} from './theme.js';
 import {baseLayout, ranges, roofTraces} from './roofs.js';
 import {boundByLabel, chartIntensity, plottable} from './model.js';
+import {identityHover} from './op_detail.js';
 
 const G = 1e9;
 const MAX_MARKER_PX = 46; // diameter of the op with the most self time
@@ -27,6 +28,7 @@ export function opHover(row, roofless = false) {
   const lines = [
     `<b>${esc(row.name)}</b>`,
     `${esc(row.category)} · program ${esc(row.programLabel || row.program)}`,
+    ...identityHover(row), // shapes, framework op, source line
     `self time ${esc(duration(row.selfTimeUs))} (${esc(pct(row.share))} of the time) · total ${esc(duration(row.timeUs))} · ran ${esc(num(row.occurrences))}×`,
     `performance ${esc(flopRate(row.flopRate))} · intensity ${esc(num(row.intensity))} FLOP/byte`,
     `${esc(memory)} ${esc(byteRate(row.hbmGbps))} · all memory ${esc(byteRate(row.memoryGbps))}`,
@@ -50,9 +52,6 @@ export function opHover(row, roofless = false) {
         ? `not judged by the roofline: ${esc(row.classWords || row.rooflineClass)}`
         : `wasted time ${esc(duration(row.wastedUs))} (rank ${esc(num(row.wastedRank))})`,
     );
-  }
-  if (r.source_info && r.source_info.file_name) {
-    lines.push(`source ${esc(r.source_info.file_name)}:${esc(r.source_info.line_number ?? '')}`);
   }
   if (row.aboveRoof) lines.push('<b>above its roof by more than 5%</b>');
   lines.push(`<i>${esc(row.guidance)}</i>`);

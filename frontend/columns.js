@@ -2,6 +2,7 @@
 // (value), shows (text) and exports (csv, default: value).
 
 import {el} from './dom.js';
+import {identityLine} from './op_detail.js';
 import {duration, flopUnit, micros, num, pct, signed} from './format.js';
 
 const n = (key, label, value, text, extra = {}) => ({
@@ -30,15 +31,18 @@ export function opColumns(memory = 'HBM', rate = flopUnit(0)) {
     ),
     s('operation', 'Operation', (r) => r.name, {
       wrap: true,
+      expander: true, // the ▸ that opens the row's detail (op_detail.js)
       render: (r) => [
         el('span', {class: 'op-name', text: r.name}),
+        identityLine(r),
         el('span', {class: 'guidance', text: r.guidance}),
       ],
       exports: [
         ['operation', 'Operation', (r) => r.name],
         ['guidance', 'Guidance', (r) => r.guidance],
       ],
-      title: 'Sort by op name; below each name, one line of guidance',
+      title:
+        'Sort by op name; below each name, its shapes and framework op, then one line of guidance; ▸ opens its details',
     }),
     s('category', 'Category', (r) => r.category),
     n(

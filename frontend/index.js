@@ -2,8 +2,8 @@
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
 // compare (the two tools), charts/roofs (Plotly figures), table, pager, step_picker, filters,
 // columns, device, device_picker, export, advice and hardware (panels of the model view),
-// model/guidance (data shaping), progress (loading status), api, state, theme, timing, format,
-// dom, plotly.
+// model/guidance (data shaping), op_detail (what an op is known by), progress (loading
+// status), api, state, theme, timing, format, dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -29,6 +29,7 @@ export const MODULES = [
   'hardware.js',
   'model.js',
   'model_view.js',
+  'op_detail.js',
   'pager.js',
   'peaks.js',
   'plotly.js',

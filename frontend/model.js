@@ -3,6 +3,7 @@
 
 import {gibToGb} from './format.js';
 import {guidance} from './guidance.js';
+import {opIdentity} from './op_detail.js';
 
 export function opKey(moduleId, name) {
   return `${moduleId ?? ''}:${name ?? ''}`;
@@ -86,6 +87,7 @@ export function opRows(records, details, device, classWords = {}) {
       computeEfficiency: r.flop_rate_relative_to_hw_limit || 0,
       memoryEfficiency: r.memory_bw_relative_to_hw_limit || 0,
       dtype: d.dtype || '',
+      ...opIdentity(d), // shapes, HLO line, framework op, source line
       dtypePeak: d.dtype_peak_gflops || (device && device.peak_flop_rate_gflops) || 0,
       dtypeComputeEfficiency: d.dtype_compute_efficiency ?? 0,
       dtypeEfficiency: d.dtype_roofline_efficiency ?? efficiency,

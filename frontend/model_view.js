@@ -5,6 +5,7 @@ import {advicePanel} from './advice.js';
 import {api} from './api.js';
 import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
 import {opColumns} from './columns.js';
+import {opDetail} from './op_detail.js';
 import {devicePanel, deviceTimeText} from './device.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, downloadCsv, downloadJson, exportButtons} from './export.js';
@@ -274,6 +275,7 @@ export class ModelView {
         label: 'Ops of the selection',
         sort: {key: 'self_time_us', dir: 'desc'},
         onSelect: (key) => this.selectOp(key, false),
+        detail: opDetail,
       });
       this.tableInfo = el('span', {class: 'muted table-info'});
       this.boxNote = el('div', {class: 'box-note'});

@@ -1,15 +1,18 @@
 // A sortable, keyboard-accessible table. Header buttons sort (click or Enter/Space; again to
 // reverse); rows are focusable and select on click, Enter or Space. Cells are text only.
+// With a `detail(row)` option each row has a ▸ toggle that opens a block below it.
 
 import {el} from './dom.js';
 
 export class SortableTable {
   /**
    * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
-   * options: {id, label, sort: {key, dir}, onSelect(key), onSort()}.
+   * options: {id, label, sort: {key, dir}, onSelect(key), onSort(), detail(row) -> node}.
    */
-  constructor(columns, {id, label, sort, onSelect, onSort} = {}) {
+  constructor(columns, {id, label, sort, onSelect, onSort, detail} = {}) {
     this.columns = columns;
+    this.detail = detail;
+    this.expanded = new Set(); // keys of the rows whose detail is open
     this.sort = sort || {key: columns[0].key, dir: 'asc'};
     this.onSelect = onSelect;
     this.onSort = onSort;
@@ -47,21 +50,57 @@ export class SortableTable {
       this.body,
     );
     this.element = el('div', {class: 'table-wrap'}, this.table);
-    this.body.addEventListener('click', (event) => this.activate(event.target));
+    this.body.addEventListener('click', (event) => {
+      if (!this.toggleFrom(event.target)) this.activate(event.target);
+    });
     this.body.addEventListener('keydown', (event) => {
-      if (event.key === 'Enter' || event.key === ' ') {
+      if ((event.key === 'Enter' || event.key === ' ') && this.toggleFrom(event.target)) {
+        event.preventDefault();
+      } else if (event.key === 'Enter' || event.key === ' ') {
         event.preventDefault();
         this.activate(event.target);
       } else if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
         const tr = event.target.closest('tr');
-        const next =
-          tr && (event.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling);
+        const step = (node) =>
+          event.key === 'ArrowDown' ? node.nextElementSibling : node.previousElementSibling;
+        let next = tr && step(tr);
+        while (next && !next.dataset.key) next = step(next); // past open detail blocks
         if (next) {
           event.preventDefault();
           next.focus();
         }
       }
     });
+  }
+
+  /** A click or key on a row's ▸ toggle opens or closes its detail; false elsewhere. */
+  toggleFrom(target) {
+    const button = target.closest && target.closest('.row-toggle');
+    if (!button) return false;
+    const tr = button.closest('tr[data-key]');
+    const key = tr.dataset.key;
+    if (this.expanded.has(key)) this.expanded.delete(key);
+    else this.expanded.add(key);
+    const open = this.expanded.has(key);
+    this.setToggle(button, open);
+    const shown = tr.nextElementSibling;
+    if (shown && shown.classList.contains('row-detail')) shown.remove();
+    if (open) tr.after(this.detailRow(this.sorted.find((row) => row.key === key)));
+    return true;
+  }
+
+  setToggle(button, open) {
+    button.textContent = open ? '▾' : '▸';
+    button.setAttribute('aria-expanded', String(open));
+    button.title = open ? 'Hide the details' : 'Show the details';
+  }
+
+  detailRow(row) {
+    return el(
+      'tr',
+      {class: 'row-detail'},
+      el('td', {colspan: String(this.columns.length)}, this.detail(row)),
+    );
   }
 
   activate(target) {
@@ -123,19 +162,26 @@ export class SortableTable {
         const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || '']
           .join(' ')
           .trim();
-        tr.append(
-          c.render
-            ? el('td', {class: cls}, c.render(row))
-            : el('td', {class: cls, text: c.text(row)}),
-        );
+        const td = c.render
+          ? el('td', {class: cls}, c.render(row))
+          : el('td', {class: cls, text: c.text(row)});
+        if (this.detail && c.expander) td.prepend(this.toggle(row));
+        tr.append(td);
       }
       if (row.key === this.selectedKey) {
         tr.classList.add('selected');
         tr.setAttribute('aria-selected', 'true');
       }
       fragment.append(tr);
+      if (this.detail && this.expanded.has(row.key)) fragment.append(this.detailRow(row));
     }
     this.body.replaceChildren(fragment);
+  }
+
+  toggle(row) {
+    const button = el('button', {type: 'button', class: 'row-toggle'});
+    this.setToggle(button, this.expanded.has(row.key));
+    return button;
   }
 
   /** Marks the row of `key` (and scrolls it into view when asked). */

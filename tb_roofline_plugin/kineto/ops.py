@@ -29,7 +29,7 @@ Total (HW) (``OpStats.hardware``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from ..ops.op_stats import (
 from ..ops.step_ops import StepOps, part_cells, step_ops, unnested_columns
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
+from . import op_text
 from .aten_cost import (
     MEMORY_COPY,
     NO_MODEL,
@@ -252,6 +253,13 @@ class Executions:
     categories: list[str]
     dtypes: list[str]
     unknown: dict[str, list[str]]  # reason -> op names whose cost is unknown
+    # Each execution's recorded inputs: an index into ``signature_args`` (dims, types, concrete).
+    signature: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    signature_args: list[tuple] = field(default_factory=list)
+    # Per op row (``op_text``; rows added later have none): shapes, module path, source line.
+    shapes: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
 
 
 def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
@@ -265,9 +273,13 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
     dtypes = [""] * len(names)
     unknown: dict[str, list[str]] = {}
     with_model = {c for c in codes.tolist() if family(events.names[c])[1] is not None}
-    # One cost per distinct (name, recorded arguments, flops arg), in order of first use;
-    # ``which``: each execution's.
+    # One signature per distinct (name, recorded arguments, flops arg), in order of first use
+    # (``which``: each execution's); its cost is that of (name, arguments if the op has a cost
+    # model, flops arg), computed once.
     distinct: dict[tuple, int] = {}
+    signature_args: list[tuple] = []
+    cost_of: list[int] = []  # per signature: its entry in ``found``
+    costed: dict[tuple, int] = {}
     found: list[tuple[float, float, float]] = []
     which = []
     recorded = zip(
@@ -281,26 +293,33 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         zip(name_codes.tolist(), recorded, flops_arg)
     ):
         none = dims is None and types is None and concrete is None
-        shapes = repr((dims, types, concrete)) if code in with_model and not none else ""
-        key = (code, shapes, flops)
+        arguments = "" if none else repr((dims, types, concrete))
+        key = (code, arguments, flops)
         at = distinct.get(key)
         if at is None:
-            args = OpArgs(_listed(dims), _listed(types), _listed(concrete), conv)
-            cost = op_cost(events.names[code], args, flops)
-            at = distinct[key] = len(found)
-            found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
-            row = op[i]
-            if cost.dtype and not dtypes[row]:
-                dtypes[row] = cost.dtype
-            if not cost.known:
-                listed = unknown.setdefault(cost.note, [])
-                if events.names[code] not in listed:
-                    listed.append(events.names[code])
+            at = distinct[key] = len(signature_args)
+            signature_args.append((dims, types, concrete))
+            cost_key = (code, arguments if code in with_model else "", flops)
+            entry = costed.get(cost_key)
+            if entry is None:
+                args = OpArgs(_listed(dims), _listed(types), _listed(concrete), conv)
+                cost = op_cost(events.names[code], args, flops)
+                entry = costed[cost_key] = len(found)
+                found.append((cost.flops, cost.bytes_accessed, cost.bytes_written))
+                row = op[i]
+                if cost.dtype and not dtypes[row]:
+                    dtypes[row] = cost.dtype
+                if not cost.known:
+                    listed = unknown.setdefault(cost.note, [])
+                    if events.names[code] not in listed:
+                        listed.append(events.names[code])
+            cost_of.append(entry)
         which.append(at)
-    costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(which, np.int64)]
+    signature = np.asarray(which, np.int64)
+    costs = np.asarray(found, np.float64).reshape(-1, 3)[np.asarray(cost_of, np.int64)[signature]]
     # Shapes beyond any real tensor (2**70 elements) give costs no sum may overflow.
     np.clip(np.nan_to_num(costs, posinf=MAX_MAGNITUDE), 0.0, MAX_MAGNITUDE, out=costs)
-    return Executions(
+    ex = Executions(
         instance,
         op,
         costs[:, 0],
@@ -310,7 +329,48 @@ def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
         [family(n)[0] for n in names],
         dtypes,
         unknown,
+        signature,
+        signature_args,
     )
+    _describe(events, ex)
+    return ex
+
+
+def _describe(events: TraceEvents, ex: Executions) -> None:
+    """Each op row's shapes, ``nn.Module`` path and source line (``op_text``): those most of
+    its executions have. Frames and modules are the innermost ``python_function`` spans
+    holding an execution's start on its thread; without one, its ``Call stack`` arg."""
+    rows = len(ex.names)
+    texts = [op_text.inputs_text(*args) for args in ex.signature_args]
+    ex.shapes = op_text.per_row(rows, ex.op, ex.signature, texts)
+    at = events.op_rows[ex.instance]
+    thread, begin = events.thread[at], events.begin_ns[at]
+    python = np.flatnonzero(events.category == events.code("python_function"))
+    codes, code_of = unique(events.name[python], return_inverse=True)
+    frames = [events.names[c] for c in codes.tolist()]
+    user = np.array([op_text.is_user_frame(f) for f in frames], bool)
+    module = np.array([f.startswith(op_text.MODULE_PREFIX) for f in frames], bool)
+    code_of = code_of.ravel()
+    # Source: the innermost user frame, else the Call stack's.
+    frame = _innermost_rows(events, python[user[code_of]], thread, begin)
+    sources = [op_text.frame_source(f) for f in frames] + [
+        op_text.stack_source(s) for s in events.stacks
+    ]
+    value = len(frames) + events.op_stack[ex.instance].astype(np.int64)
+    has = frame >= 0
+    value[has] = np.searchsorted(codes, events.name[frame[has]])
+    ex.sources = op_text.per_row(rows, ex.op, value, sources)
+    # Module: the path of nn.Module spans around the innermost one.
+    spans = python[module[code_of]]
+    if not len(spans):
+        ex.modules = [""] * rows
+        return
+    marks = nesting(events, spans)
+    names = [events.names[c] for c in events.name[spans[marks.order]].tolist()]
+    paths = np.empty(len(spans), object)
+    paths[marks.order] = op_text.module_paths(names, marks.parent)
+    inner = marks.innermost(marks.shift(thread, begin))
+    ex.modules = op_text.per_row(rows, ex.op, inner, paths.tolist())
 
 
 def _conv_shapes(events: TraceEvents) -> ConvShapes:
@@ -364,6 +424,12 @@ def aggregate(
     static["name"][:] = ex.names
     static["category"][:] = ex.categories
     static["dtype"][:] = ex.dtypes
+    for column, texts in (
+        ("shapes", ex.shapes),
+        ("framework_op", ex.modules),
+        ("code_line", ex.sources),
+    ):
+        static[column][: len(texts)] = texts[:n]
     columns = unnested_columns(occurrences, time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
 

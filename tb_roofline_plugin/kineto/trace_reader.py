@@ -14,9 +14,9 @@ JSON is parsed by ``orjson`` when it is importable and the text is at most
 ``ORJSON_MAX_BYTES`` (whole-document parse: fastest), else by the standard library one event
 at a time (``json.JSONDecoder.raw_decode``), so a trace of hundreds of MB never has a dict
 per event alive at once; orjson is not a dependency. Events become columns in one pass;
-after reading, memory holds arrays and the recorded shapes and types of
-``cpu_op`` rows, and the counters of CUPTI range-profiler ranges (``cuda_profiler_range``:
-one per kernel, its args the hardware counters), only.
+after reading, memory holds arrays and the recorded shapes, types and ``Call stack`` (each
+distinct stack once) of ``cpu_op`` rows, and the counters of CUPTI range-profiler ranges
+(``cuda_profiler_range``: one per kernel, its args the hardware counters), only.
 """
 
 from __future__ import annotations
@@ -109,6 +109,8 @@ class TraceEvents:
     counter_range: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     counter_name: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     counter_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    op_stack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # into stacks
+    stacks: list[str] = field(default_factory=lambda: [""])  # ``Call stack`` args; 0: none
     base_us: float = 0.0
     device_properties: list[dict] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -323,6 +325,10 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     op_dims: list[Any] = []
     op_types: list[Any] = []
     op_concrete: list[Any] = []
+    op_stack: list[int] = []
+    stacks = _Codes()
+    stacks("")
+    stack_code = stacks.index.get
     for op_category in OP_CATEGORIES:  # codes 0..len-1: one comparison tells a CPU op
         categories(op_category)
     op_codes = len(OP_CATEGORIES)
@@ -352,6 +358,9 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
             op_dims.append(args.get("Input Dims"))
             op_types.append(args.get("Input type"))
             op_concrete.append(args.get("Concrete Inputs"))
+            value = args.get("Call stack", "")
+            code = stack_code(value) if isinstance(value, str) else 0
+            op_stack.append(stacks(value) if code is None else code)
         elif cat == range_code:
             range_rows.append(done + len(name))
             range_args.append(args)
@@ -410,6 +419,8 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         counter_range=counter_range,
         counter_name=counter_name,
         counter_value=counter_value,
+        op_stack=np.asarray(op_stack, np.int32),
+        stacks=stacks.values,
         base_us=base,
         device_properties=_device_properties(document),
         metadata={

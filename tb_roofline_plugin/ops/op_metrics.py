@@ -40,6 +40,13 @@ class OpMetricsDb:
     source_line: np.ndarray  # int64, -1 = none
     source_stack: np.ndarray  # object (str)
     dtype: np.ndarray  # object (str): dominant input dtype, "" when unknown
+    # How the op reads to its author (json and UI only, ``hlo.text``): "" when unknown.
+    shapes: np.ndarray  # object (str): operand shapes → result shape
+    hlo_text: np.ndarray  # object (str): its HLO instruction's line, shortened
+    framework_op: np.ndarray  # object (str): framework op or layer (op_name, tf_op, module)
+    # object (str): "file:line" of the code that made the op where its own source fields have
+    # none: a fusion's fused instructions' metadata, a PyTorch op's Python stack
+    code_line: np.ndarray
     total_time_ps: int = 0  # device time of the db (per core: last end - first start)
     extra: dict = field(default_factory=dict)
 
@@ -88,7 +95,15 @@ def empty_columns(n: int) -> dict[str, Any]:
         "source_line": np.full(n, -1, np.int64),
         "source_stack": np.full(n, "", object),
         "dtype": np.full(n, "", object),
+        "shapes": np.full(n, "", object),
+        "hlo_text": np.full(n, "", object),
+        "framework_op": np.full(n, "", object),
+        "code_line": np.full(n, "", object),
     }
+
+
+# The columns of an HLO op's ``hlo.text.OpText``, in its order.
+TEXT_COLUMNS = ("shapes", "hlo_text", "framework_op", "code_line")
 
 
 # Columns that add up when the same op is merged; the rest are identity/descriptive.

@@ -426,6 +426,10 @@ _DESCRIPTIVE = (
     "source_line",
     "source_stack",
     "dtype",
+    "shapes",
+    "hlo_text",
+    "framework_op",
+    "code_line",
 )
 
 

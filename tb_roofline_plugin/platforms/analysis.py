@@ -66,7 +66,10 @@ def analyze_profile(
     elif profile.planes_matching(TPU_CORE_PLANE):
         from .tpu import tpu_op_stats
 
-        stats = tpu_op_stats(profile, host, device)
+        # libtpu costs the ops; the modules give their dtypes and shapes (an undecodable one:
+        # its ops' own HLO lines give them).
+        modules, _ = program_modules(profile)
+        stats = tpu_op_stats(profile, host, device, modules)
     else:
         from .cpu import cpu_op_stats
 

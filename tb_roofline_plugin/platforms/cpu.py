@@ -17,10 +17,12 @@ import numpy as np
 
 from ..arrays import unique
 from ..hlo.cost.engine import ModuleCosts
+from ..hlo.text import op_text
 from ..ops.busy_shares import busy_shares, union_pieces
 from ..ops.op_metrics import (
     HBM,
     READ,
+    TEXT_COLUMNS,
     WRITE,
     OpMetricsDb,
     empty_columns,
@@ -337,6 +339,10 @@ def cpu_ops(
             module.source(name)
         )
         static["dtype"][row] = cost.dtype
+        text = op_text(module, name)
+        if text is not None:
+            for column, value in zip(TEXT_COLUMNS, text):
+                static[column][row] = value
     cell_exec = per_exec[binned.op]
     flops = cell_exec[:, 0] * occurrences
     total_bytes = cell_exec[:, 1] * occurrences

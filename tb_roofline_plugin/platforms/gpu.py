@@ -24,7 +24,8 @@ import numpy as np
 
 from ..arrays import unique
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
-from ..ops.op_metrics import OpMetricsDb, empty_columns
+from ..hlo.text import OpText, op_text
+from ..ops.op_metrics import TEXT_COLUMNS, OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
 from ..ops.step_ops import Cells, StepOps, cells, step_ops, unnested_columns
@@ -187,9 +188,26 @@ class OpTable:
     category: list[str]
     cost: list[InstructionCost | None]
     source: list[tuple[str, int, str]]
+    text: list[OpText]
 
     def __len__(self) -> int:
         return len(self.name)
+
+
+_OP_FIELDS = ("program_id", "name", "category", "cost", "source", "text")
+
+
+def _op_row(modules: dict[int, ModuleCosts], program: int, name: str, tf_op: str) -> tuple | None:
+    """An op's OpTable entry: an HLO instruction's (None if its module lacks it), or, given
+    its ``tf_op``, a framework op's (TensorFlow without XLA: no cost)."""
+    if tf_op:
+        return (0, name, "framework op", None, ("", -1, ""), OpText(framework_op=tf_op))
+    module = modules.get(program)
+    cost = module.cost(name) if module is not None else None
+    if module is None or cost is None:
+        return None
+    text = op_text(module, name) or OpText()
+    return (program, name, module.category(name), cost, module.source(name), text)
 
 
 def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.ndarray, OpTable]:
@@ -205,33 +223,24 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
         combos = np.stack(np.unravel_index(flat, dims), axis=1)
     else:
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    table = OpTable([], [], [], [], [])
+    table = OpTable([], [], [], [], [], [])
     keys: dict[tuple[int, str], int] = {}
     combo_op = np.full(len(combos), -1, np.int64)
     for c, (pc, hc, tc, kc) in enumerate(combos.tolist()):
         program, hlo_op, tf_op = int(prog_values[pc]), hlo_values[hc], tf_values[tc]
         if hlo_op:
             name = hlo_op.rsplit("::", 1)[-1]
-            module = modules.get(program)
-            cost = module.cost(name) if module is not None else None
-            if module is None or cost is None:
-                continue  # XProf drops kernels whose instruction is not found
-            row: tuple[int, str, str, InstructionCost | None, tuple[str, int, str]] = (
-                program,
-                name,
-                module.category(name),
-                cost,
-                module.source(name),
-            )
         elif tf_op and not tf_op.startswith("XlaModule:"):
-            name = f"{tf_op}/{kernels.kernel_names[kc]}"
-            program, row = 0, (0, name, "framework op", None, ("", -1, ""))
+            program, name = 0, f"{tf_op}/{kernels.kernel_names[kc]}"
         else:
             continue
         index = keys.get((program, name))
-        if index is None:
+        if index is None:  # an op's first kernel: its cost and texts, once per instruction
+            row = _op_row(modules, program, name, tf_op if not hlo_op else "")
+            if row is None:
+                continue  # XProf drops kernels whose instruction is not found
             index = keys[(program, name)] = len(table)
-            for field, value in zip(("program_id", "name", "category", "cost", "source"), row):
+            for field, value in zip(_OP_FIELDS, row):
                 getattr(table, field).append(value)
         combo_op[c] = index
     return combo_op[inverse.ravel()], table
@@ -300,6 +309,8 @@ def aggregate(
             stack,
         )
     static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
+    for k, column in enumerate(TEXT_COLUMNS):
+        static[column][:] = [text[k] for text in table.text]
     flops = per_exec[:, 0] * executions
     total_bytes = per_exec[:, 1] * executions
     written = per_exec[:, 2] * executions

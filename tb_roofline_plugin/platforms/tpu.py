@@ -13,7 +13,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arrays import unique
-from ..ops.op_metrics import MEMORY_SPACES, empty_columns, self_times
+from ..hlo.cost.engine import ModuleCosts
+from ..hlo.text import (
+    OpText,
+    line_dtype,
+    op_text,
+    parsed_line,
+    shapes_text,
+    shortened,
+    without_layouts,
+)
+from ..ops.op_metrics import MEMORY_SPACES, TEXT_COLUMNS, empty_columns, self_times
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
 from ..ops.step_ops import StepOps, part_cells, step_ops
@@ -66,7 +76,9 @@ def _split_source(source: str) -> tuple[str, int]:
     return source, -1
 
 
-def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+def _op_table(
+    plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
+) -> tuple[dict, np.ndarray]:
     """Per-occurrence cost columns for the distinct ops, and each metadata id's row."""
     names = stat_names(plane)
     distinct = unique(metadata_ids)
@@ -102,27 +114,32 @@ def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]
         cols["source_file"][row] = file_name
         cols["source_line"][row] = line
         cols["source_stack"][row] = as_str(stats.get("source_stack"))
+        text, cols["dtype"][row] = _op_text(meta.name, modules.get(cols["program_id"][row]), stats)
+        for column, value in zip(TEXT_COLUMNS, text):
+            cols[column][row] = value
     rows = np.where(keep, np.arange(len(distinct)), -1)
     return cols, rows[np.searchsorted(distinct, metadata_ids)]
 
 
 # _op_table's results by the plane's metadata digest and the ops asked for: the cores and
 # hosts of one program (a pod) have the same metadata, read once. A few kept, oldest out first.
-_OP_TABLES: dict[tuple[bytes, bytes], tuple[dict, np.ndarray]] = {}
+_OP_TABLES: dict[tuple[bytes, bytes, tuple], tuple[dict, np.ndarray]] = {}
 _OP_TABLES_KEPT = 8
 _OP_TABLES_LOCK = threading.Lock()
 
 
-def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+def _shared_op_table(
+    plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
+) -> tuple[dict, np.ndarray]:
     """``_op_table``, its result kept for planes with the same metadata (the columns copied:
     each core owns its own)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
-    key = None if digest is None else (digest, distinct.tobytes())
+    key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
     with _OP_TABLES_LOCK:
         found = _OP_TABLES.get(key) if key is not None else None
     if found is None:
-        found = _op_table(plane, distinct)
+        found = _op_table(plane, distinct, modules)
         if key is not None:
             with _OP_TABLES_LOCK:
                 _OP_TABLES[key] = found
@@ -130,6 +147,26 @@ def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.n
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
     return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(distinct, metadata_ids)]
+
+
+def _op_text(line: str, module: ModuleCosts | None, stats: dict) -> tuple[OpText, str]:
+    """An op's texts and dtype: its HLO line is the event metadata's name (XLA's own print);
+    its shapes and dtype come from its module's instruction, else from that line; its
+    framework op is the ``tf_op`` stat (``jit(f)/jit(main)/add``), else the metadata's."""
+    name = _instruction_name(line)
+    found = op_text(module, name) if module is not None else None
+    parsed = parsed_line(line)
+    if found is not None and module is not None:
+        text = found._replace(hlo_text=shortened(without_layouts(line))) if parsed else found
+        dtype = module.dtype(name)
+    elif parsed is not None:
+        text = OpText(shapes_text(parsed.operands, parsed.result), shortened(without_layouts(line)))
+        dtype = line_dtype(parsed)
+    else:
+        shape = without_layouts(as_str(stats.get("shape_with_layout")))
+        text, dtype = OpText(shapes=shapes_text([], shape) if shape else ""), ""
+    framework_op = as_str(stats.get("tf_op")).removesuffix(":")
+    return text._replace(framework_op=framework_op or text.framework_op), dtype
 
 
 def _instruction_name(hlo_text: str) -> str:
@@ -164,7 +201,7 @@ def _constant_as_view(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def core_ops(plane: Plane) -> CoreOps:
+def core_ops(plane: Plane, modules: dict[int, ModuleCosts] | None = None) -> CoreOps:
     parts = [
         line_events(plane, line, numeric_stats=_EVENT_STATS)
         for line in plane.lines
@@ -181,7 +218,7 @@ def core_ops(plane: Plane) -> CoreOps:
     else:
         metadata_id = begin = end = occurrences = self_ps = np.zeros(0, np.int64)
         dma = scale = np.zeros(0)
-    ops, op_row = _shared_op_table(plane, metadata_id)
+    ops, op_row = _shared_op_table(plane, metadata_id, modules or {})
     return CoreOps(
         begin_ps=begin,
         end_ps=end,
@@ -204,6 +241,7 @@ _STATIC = (
     "source_line",
     "source_stack",
     "dtype",
+    *TEXT_COLUMNS,
     "flops",
     "model_flops",
     "bytes_accessed",
@@ -287,13 +325,20 @@ def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) 
     return (first and begin == int(core.begin_ps.min())) or (last and end == int(core.end_ps.max()))
 
 
-def tpu_op_stats(profile: Profile, host: str, device: int | None = None) -> OpStats:
+def tpu_op_stats(
+    profile: Profile,
+    host: str,
+    device: int | None = None,
+    modules: dict[int, ModuleCosts] | None = None,
+) -> OpStats:
     """OpStats of the host's TensorCores; ``device`` (the N of ``/device:TPU:N``, None: all)
-    keeps one core (each core's ops and steps are its own: the cores add up to all)."""
+    keeps one core (each core's ops and steps are its own: the cores add up to all);
+    ``modules`` (by program id) give the ops' dtypes and shapes where the profile carries its
+    HLO."""
     planes = profile.planes_matching(TPU_CORE_PLANE)
     perf_env, device_type = tpu_perf_env(planes[0])
     perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
-    cores = [core_ops(plane) for plane in planes]
+    cores = [core_ops(plane, modules) for plane in planes]
     profile.done_reading()
     numbers = [_core_number(plane.name) for plane in planes]
     devices = [n for n, c in zip(numbers, cores) if len(c.begin_ps)]

@@ -17,6 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
 from ..hlo.cost.shapes import roofline_dtype
+from ..hlo.text import source_line
 from ..ops.op_stats import (
     DEVICE_TIME_PREFIX,
     OpStats,
@@ -162,6 +163,39 @@ def _op_dtypes(stats: OpStats, selection: Selection, ops: RecordSet) -> list[str
     return [
         by_op.get(op, "") for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())
     ]
+
+
+def _op_texts(selection: Selection, ops: RecordSet) -> dict[str, list[str]]:
+    """What each op record is known by (json only): its shapes, HLO line, framework op and
+    source line (``file:line``: its metadata's, else the code that made it: a fusion's fused
+    instructions', a PyTorch op's Python frame); "" when unknown."""
+    db = selection.db
+    where = {key: i for i, key in enumerate(zip(db.program_id.tolist(), db.name.tolist()))}
+    rows = np.array(
+        [where.get(op, -1) for op in zip(ops["hlo_module_id"].tolist(), ops["hlo_name"].tolist())],
+        np.int64,
+    )
+    found = rows >= 0
+
+    def column(values: np.ndarray) -> list[str]:
+        out = np.full(len(rows), "", object)
+        out[found] = values[rows[found]]
+        return out.tolist()
+
+    located = zip(
+        column(db.source_file),
+        column(db.source_line.astype(object)),
+        column(db.source_stack),
+        column(db.code_line),
+    )
+    return {
+        "shapes": column(db.shapes),
+        "hlo_text": column(db.hlo_text),
+        "framework_op": column(db.framework_op),
+        "source": [
+            source_line(f, n if isinstance(n, int) else -1, s) or code for f, n, s, code in located
+        ],
+    }
 
 
 def _missing_ceilings(stats: OpStats, ops: RecordSet, dtypes: list[str]) -> np.ndarray:
@@ -366,6 +400,7 @@ def _op_detail_columns(
         "program_name": [
             stats.program_names.get(int(m), "") for m in ops["hlo_module_id"].tolist()
         ],
+        **_op_texts(selection, ops),
     }
 
 

@@ -31,9 +31,20 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
-# 7: XLA:CPU self times are busy shares; the host's devices; 8: hardware counters (Total (HW))
-FORMAT = "tb-roofline-stats/8"
-_OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype")
+# 7: XLA:CPU self times are busy shares; the host's devices; 8: hardware counters (Total (HW));
+# 9: ops' shapes, HLO text, framework op (issue 21)
+FORMAT = "tb-roofline-stats/9"
+_OBJECT_COLUMNS = (
+    "name",
+    "category",
+    "source_file",
+    "source_stack",
+    "dtype",
+    "shapes",
+    "hlo_text",
+    "framework_op",
+    "code_line",
+)
 
 
 def cache_key(path: str, size: int, mtime: float, peaks: str | None = None) -> str:

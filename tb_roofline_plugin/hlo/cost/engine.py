@@ -163,6 +163,32 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts, ControlFlowCost
 
     # -- public API --
 
+    def instruction(self, name: str) -> hlo_pb2.HloInstructionProto | None:
+        """The named instruction (any computation; the entry's on a clash), None if absent."""
+        return self._by_name.get(name)
+
+    def operands(self, instr: hlo_pb2.HloInstructionProto) -> list[hlo_pb2.HloInstructionProto]:
+        """An instruction's operands, in order (dangling ids left out)."""
+        found = self._instructions
+        return [found[o] for o in instr.operand_ids if o in found]
+
+    def computation_instructions(self, computation_id: int) -> list[hlo_pb2.HloInstructionProto]:
+        """The instructions of a computation, its root first (none for an unknown id)."""
+        comp = self._computations.get(computation_id)
+        if comp is None:
+            return []
+        root = self._root(comp)
+        return [root, *(i for i in comp.instructions if i is not root)] if root else []
+
+    def computation_name(self, computation_id: int) -> str:
+        comp = self._computations.get(computation_id)
+        return comp.name if comp is not None else str(computation_id)
+
+    def dtype(self, name: str) -> str:
+        """The roofline dtype of the named instruction (as its cost has it), "" if absent."""
+        instr = self._by_name.get(name)
+        return self._dtype(instr) if instr is not None else ""
+
     def is_matmul_or_convolution(self, name: str) -> bool:
         """A dot or convolution, a GEMM/convolution custom call, or a fusion holding one.
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 
@@ -72,6 +73,7 @@ def roofline_dtype(xla_name: str) -> str:
 # --- shapes --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
 def dtype_name(element_type: int) -> str:
     """Lower-case XLA name of a PrimitiveType number ("bf16", "f8e4m3fn", "pred", ...)."""
     special = _SPECIAL_NAMES.get(element_type)
@@ -81,6 +83,15 @@ def dtype_name(element_type: int) -> str:
         return _PT.Name(element_type).lower()
     except ValueError:
         return f"type{element_type}"
+
+
+def element_bytes(xla_name: str) -> int:
+    """Unpacked bytes per element of a lower-case XLA type name ("bf16": 2); 0 for names
+    that are not array types (token, tuple) or unknown."""
+    try:
+        return _ELEMENT_BYTES.get(_PT.Value(xla_name.upper()), 0)
+    except ValueError:
+        return 0
 
 
 def is_tuple(shape: hlo_pb2.ShapeProto) -> bool:
