@@ -72,3 +72,30 @@ def record(logdir: str | os.PathLike, name: str, steps: int = 3) -> tuple[Path, 
 
 
 PROGRAMS = ("matmul_chain", "mlp_step", "attention", "convolution", "layer_norm")
+
+
+def record_while_loop(
+    logdir: str | os.PathLike, trips: list[int], size: int = 128
+) -> tuple[Path, str]:
+    """Records one step per entry of ``trips`` of a ``lax.while_loop`` that runs
+    ``y = tanh(y @ w)`` (size x size) while its counter is below an argument: the trip
+    count is data, so XLA writes no ``known_trip_count``. Returns (xplane path, module name)."""
+    import jax
+    import jax.numpy as jnp
+
+    def data_while(x, w, n):
+        def body(carry):
+            i, y = carry
+            return i + 1, jnp.tanh(y @ w)
+
+        return jax.lax.while_loop(lambda carry: carry[0] < n, body, (jnp.int32(0), x))[1]
+
+    args = (jnp.ones((size, size)), jnp.ones((size, size)) / size)
+    jitted = jax.jit(data_while)
+    jax.block_until_ready(jitted(*args, jnp.int32(1)))  # compile and warm up outside the trace
+    with jax.profiler.trace(str(logdir)):
+        for step, n in enumerate(trips):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                jax.block_until_ready(jitted(*args, jnp.int32(n)))
+    (path,) = glob.glob(os.path.join(str(logdir), "plugins", "profile", "*", "*.xplane.pb"))
+    return Path(path), "jit_data_while"

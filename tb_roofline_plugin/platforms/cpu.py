@@ -18,7 +18,7 @@ import numpy as np
 from ..arrays import unique
 from ..hlo.cost.engine import ModuleCosts
 from ..hlo.text import op_text
-from ..ops.busy_shares import busy_shares, union_pieces
+from ..ops.busy_shares import busy_shares
 from ..ops.op_metrics import (
     HBM,
     READ,
@@ -31,11 +31,12 @@ from ..ops.op_metrics import (
 )
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
-from ..ops.step_ops import StepOps, cells, step_ops
+from ..ops.step_ops import Cells, StepOps, cells, step_ops
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import counted, numbered
 from ..xspace.event_table import StringCodes, first_seen_codes, line_tables, may_have_stats
 from ..xspace.profile_reader import HOST_PLANE, Plane, Profile, stat_ids, stat_names
+from .cpu_control_flow import control_flow
 from .cpu_executions import (
     EXECUTE_EVENTS,
     SCHEDULE_EVENT,
@@ -76,6 +77,10 @@ class HostEvents:
     op_device: np.ndarray = field(default_factory=lambda: _NO_I64)
     device_ordinals: list[int] = field(default_factory=lambda: [0])
     op_event_end: np.ndarray = field(default_factory=lambda: _NO_I64)  # without its end event
+    # Work of control-flow events beyond one static execution (``cpu_control_flow``):
+    # event index, (flops, bytes accessed, bytes written); set by cpu_op_stats.
+    extra_event: np.ndarray = field(default_factory=lambda: _NO_I64)
+    extra_work: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def device_codes(self) -> np.ndarray:
@@ -246,67 +251,6 @@ def read_host_events(plane: Plane) -> HostEvents:
     )
 
 
-def control_flow_spans(
-    events: HostEvents, modules: dict[int, ModuleCosts]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Spans of control-flow ops (``while``, ``call``, ...) from the ops they run, in
-    place; returns the parts of their spans their nested ops cover (event, begin, end).
-
-    XLA:CPU records a container and the ops it runs as separate op events, the nested ones
-    often on other threads or ending after it, so nesting on a line misses them: the loop
-    and its body would both hold the same time. A nested op belongs to the container
-    event of its program and device whose flight holds its start. The container ends
-    when its own event or its last nested op ends (its ``end:`` event can come much
-    later, while the ops after the loop run); the parts of its span no nested op covers
-    (between iterations) are its own (``busy_shares``). One pass per distinct container op.
-    """
-    owners, begins, ends = [_NO_I64], [_NO_I64], [_NO_I64]
-    if not len(events.op):
-        return _NO_I64, _NO_I64, _NO_I64
-    device = events.op_device if len(events.op_device) else np.zeros(len(events.op), np.int64)
-    own_end = events.op_event_end if len(events.op_event_end) else events.op_end
-    for row, (program, name) in enumerate(events.op_keys):
-        module = modules.get(program)
-        if module is None or not module.is_container(name):
-            continue
-        inner = module.nested(name)
-        inner_ops = [j for j, (p, n) in enumerate(events.op_keys) if p == program and n in inner]
-        if not inner_ops:
-            continue
-        mine = np.flatnonzero(events.op == row)
-        nested = np.flatnonzero(np.isin(events.op, inner_ops))
-        # Container events in (device, begin) order; a nested op goes to the last one of
-        # its device starting at or before it, if that one is still in flight.
-        order = mine[np.lexsort((events.op_begin[mine], device[mine]))]
-        slot = np.full(len(nested), -1, np.int64)
-        for d in np.unique(device[order]).tolist():
-            on_c = np.flatnonzero(device[order] == d)
-            on_n = np.flatnonzero(device[nested] == d)
-            where = np.searchsorted(
-                events.op_begin[order[on_c]], events.op_begin[nested[on_n]], side="right"
-            )
-            slot[on_n] = np.where(where > 0, on_c[np.maximum(where - 1, 0)], -1)
-        held = slot >= 0
-        held[held] &= events.op_begin[nested[held]] < events.op_end[order[slot[held]]]
-        group, nested = slot[held], nested[held]
-        last = np.full(len(order), np.iinfo(np.int64).min)
-        np.maximum.at(last, group, events.op_end[nested])
-        c_begin = events.op_begin[order]
-        c_end = np.where(
-            last > np.iinfo(np.int64).min, np.maximum(own_end[order], last), events.op_end[order]
-        )
-        begin = np.maximum(events.op_begin[nested], c_begin[group])
-        end = np.minimum(events.op_end[nested], c_end[group])
-        sort = np.lexsort((begin, group))
-        sort = sort[end[sort] > begin[sort]]
-        piece, piece_begin, piece_end = union_pieces(group[sort], begin[sort], end[sort])
-        events.op_end[order] = c_end
-        owners.append(order[piece])
-        begins.append(piece_begin)
-        ends.append(piece_end)
-    return np.concatenate(owners), np.concatenate(begins), np.concatenate(ends)
-
-
 def cpu_ops(
     events: HostEvents, modules: dict[int, ModuleCosts], group: np.ndarray, totals: list[int]
 ) -> tuple[StepOps, OpMetricsDb | None]:
@@ -343,10 +287,8 @@ def cpu_ops(
         if text is not None:
             for column, value in zip(TEXT_COLUMNS, text):
                 static[column][row] = value
-    cell_exec = per_exec[binned.op]
-    flops = cell_exec[:, 0] * occurrences
-    total_bytes = cell_exec[:, 1] * occurrences
-    written = cell_exec[:, 2] * occurrences
+    cell_work = per_exec[binned.op] * occurrences[:, None] + _extra_work(events, use, binned)
+    flops, total_bytes, written = cell_work[:, 0], cell_work[:, 1], cell_work[:, 2]
     read = np.maximum(total_bytes - written, 0.0)
     breakdown = np.zeros((len(binned), 3, 2))
     breakdown[:, HBM, READ] = read
@@ -375,6 +317,19 @@ def cpu_ops(
     return ops, missing
 
 
+def _extra_work(events: HostEvents, use: np.ndarray, binned: Cells) -> np.ndarray:
+    """Per cell: the extra work (``HostEvents.extra_work``) of its events."""
+    out = np.zeros((len(binned), 3))
+    if not len(events.extra_event):
+        return out
+    cell_of = np.full(len(use), -1, np.int64)
+    cell_of[np.flatnonzero(use)] = binned.inverse
+    cell = cell_of[events.extra_event]
+    kept = cell >= 0
+    np.add.at(out, cell[kept], events.extra_work[kept])
+    return out
+
+
 def cpu_op_stats(
     profile: Profile,
     host: str,
@@ -393,8 +348,15 @@ def cpu_op_stats(
     check_device(device, devices)
     chosen = None if device is None else devices.index(device)
     if events is not None:
-        hidden = control_flow_spans(events, modules)
-        events.op_self = busy_shares(events.op_begin, events.op_end, events.device_codes, hidden)
+        own_end = events.op_event_end if len(events.op_event_end) else events.op_end
+        flow = control_flow(
+            events.op, events.op_keys, events.op_begin, events.op_end, own_end,
+            events.device_codes, modules,
+        )  # fmt: skip
+        events.extra_event, events.extra_work = flow.extra_event, flow.extra_work
+        events.op_self = busy_shares(
+            events.op_begin, events.op_end, events.device_codes, flow.hidden
+        )
     if events is not None and count:
         # Device time, summed over the devices; steps claimed by span widen it (a PyTorch/XLA
         # step's host span is tracing: its time is its executions').

@@ -25,12 +25,14 @@ import numpy as np
 from ..arrays import unique
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
 from ..hlo.text import OpText, op_text
+from ..ops.busy_shares import union_pieces
 from ..ops.op_metrics import TEXT_COLUMNS, OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
 from ..ops.step_ops import Cells, StepOps, cells, step_ops, unnested_columns
 from ..peaks.device_rules import gpu_dtype_tflops, gpu_perf_env
 from ..peaks.perf_env import RunEnvironment
+from ..wording import numbered
 from ..xspace.event_table import EventTable, StringCodes, first_seen_codes, line_tables
 from ..xspace.profile_reader import (
     GPU_PLANE,
@@ -374,6 +376,36 @@ def _spans(kernels: Kernels, planes: int) -> np.ndarray:
     return np.where(last >= first, last - first, 0)
 
 
+def stream_overlap(kernels: Kernels, planes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU plane (ps): the time of its stream events summed, and how much of it
+    overlaps another of its events (the sum less their union): kernels and copies on
+    concurrent streams."""
+    order = np.lexsort((kernels.begin_ps, kernels.plane))
+    plane, begin, end = (kernels.plane[order], kernels.begin_ps[order], kernels.end_ps[order])
+    busy_plane, busy_begin, busy_end = union_pieces(plane, begin, end)
+    busy = np.bincount(busy_plane, busy_end - busy_begin, minlength=planes)
+    summed = np.bincount(kernels.plane, kernels.end_ps - kernels.begin_ps, minlength=planes)
+    return summed.astype(np.int64), (summed - busy).astype(np.int64)
+
+
+def stream_overlap_note(
+    host: str, numbers: list[int], summed: np.ndarray, overlap: np.ndarray
+) -> str | None:
+    """One line when events on a GPU's concurrent streams overlap (None otherwise): op and
+    kernel self times are each kernel's own time (XProf's rule), so that time counts once per
+    stream and the shares can add up to more than the busy time."""
+    gpus = np.flatnonzero(overlap > 0)
+    if not len(gpus):
+        return None
+    over, total = int(overlap[gpus].sum()), int(summed[gpus].sum())
+    return (
+        f"{host}: events on concurrent streams overlap for {over / 1e6:,.1f} us on "
+        f"{numbered([numbers[g] for g in gpus.tolist()], 'GPU')} ({100 * over / total:.2f} % "
+        f"of {total / 1e6:,.1f} us of kernels and copies there); self times are each "
+        "kernel's own time (XProf's rule), so the overlap counts once per stream."
+    )
+
+
 def gpu_op_stats(
     profile: Profile, host: str, modules: dict[int, ModuleCosts], device: int | None = None
 ) -> OpStats:
@@ -418,6 +450,12 @@ def gpu_op_stats(
     stats.notes.extend(
         f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
     )
+    summed, overlap = stream_overlap(kernels, len(planes))
+    if only is not None:
+        overlap = np.where(np.arange(len(planes)) == only, overlap, 0)
+    overlap_note = stream_overlap_note(host, numbers, summed, overlap)
+    if overlap_note:
+        stats.notes.append(overlap_note)
     if markers.steps:
         stats.has_step_markers = True
         stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts, only)

@@ -6,9 +6,11 @@ XLA's ``HloCostAnalysis`` costs a ``while`` as one iteration of its body and con
 whole loop, so a ``while`` row costed that way shows one iteration's FLOPs over every
 iteration's time. ``work`` counts the loop as XLA's ``known_trip_count`` backend config
 says (``{"known_trip_count": {"n": "24"}}``, written by XLA's while-loop analysis), and
-without one as XLA does (one iteration). ``nested`` names the instructions a container
-runs (its computations, recursively through nested containers): on XLA:CPU each runs
-as an op event of its own, inside the container's span but often on another thread.
+without one as XLA does (one iteration; ``unknown_trip_loop`` names such a loop's body and
+condition, whose executions in a profile tell how many ran). ``nested`` names the
+instructions a container runs (its computations, recursively through nested containers):
+on XLA:CPU each runs as an op event of its own, inside the container's span but often on
+another thread.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .library_calls import backend_config_json
 # Opcodes whose work is that of the computations they call (not fusions: fused
 # instructions never run as ops of their own).
 CONTROL_FLOW = frozenset({"while", "call", "conditional", "async-start"})
+PRED = hlo_pb2.PrimitiveType.Value("PRED")  # a loop condition's result
 
 
 def known_trip_count(instr: hlo_pb2.HloInstructionProto) -> int | None:
@@ -116,6 +119,27 @@ class ControlFlowCosts(CostContext):
             if comp is not None:
                 out.extend(c.name for c in comp.instructions)
         return out
+
+    def unknown_trip_loop(self, name: str) -> tuple[list[str], list[str]] | None:
+        """The instructions of the body and of the condition of a ``while`` whose trip
+        count XLA does not know (``work`` counts it once); None for any other instruction.
+        XLA lists a while's body before its condition; the condition is the one whose root
+        is a PRED scalar, should a producer list them the other way."""
+        instr = self._by_name.get(name)
+        if instr is None or instr.opcode != "while" or known_trip_count(instr) is not None:
+            return None
+        body, condition = (self._called(instr, i) for i in (0, 1))
+        if self._is_predicate(body) and not self._is_predicate(condition):
+            body, condition = condition, body
+        body_names, condition_names = (
+            [i.name for i in c.instructions] if c is not None else [] for c in (body, condition)
+        )
+        return body_names, condition_names
+
+    def _is_predicate(self, comp: hlo_pb2.HloComputationProto | None) -> bool:
+        """Whether a computation returns one PRED (a loop condition)."""
+        root = self._root(comp) if comp is not None else None
+        return root is not None and root.shape.element_type == PRED and not root.shape.dimensions
 
     def nested(self, name: str) -> set[str]:
         """Every instruction a container runs: its children, theirs, and so on."""
