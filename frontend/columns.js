@@ -30,6 +30,7 @@ export function opColumns(memory = 'HBM', rate = flopUnit(0)) {
     ),
     s('operation', 'Operation', (r) => r.name, {
       wrap: true,
+      sticky: true,
       render: (r) => [
         el('span', {class: 'op-name', text: r.name}),
         el('span', {class: 'guidance', text: r.guidance}),
@@ -129,7 +130,7 @@ const both = (field, label, delta = true) => [
 ];
 
 export const COMPARE_COLUMNS = [
-  s('operation', 'Operation', (r) => r.operation, {cellClass: 'name'}),
+  s('operation', 'Operation', (r) => r.operation, {cellClass: 'name', sticky: true}),
   s('category', 'Category', (r) => r.category),
   s('only_in', 'Only in', (r) => r.only_in || '', {
     title: 'A or B when the op ran on one side only',

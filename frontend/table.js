@@ -5,7 +5,8 @@ import {el} from './dom.js';
 
 export class SortableTable {
   /**
-   * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
+   * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap,
+   * sticky (stays at the left when the table scrolls sideways)}];
    * options: {id, label, sort: {key, dir}, onSelect(key), onSort()}.
    */
   constructor(columns, {id, label, sort, onSelect, onSort} = {}) {
@@ -32,7 +33,11 @@ export class SortableTable {
       );
       const th = el(
         'th',
-        {scope: 'col', class: column.numeric ? 'num' : '', 'data-key': column.key},
+        {
+          scope: 'col',
+          class: [column.numeric ? 'num' : '', column.sticky ? 'sticky-col' : ''].join(' ').trim(),
+          'data-key': column.key,
+        },
         button,
       );
       this.headers.set(column.key, th);
@@ -120,7 +125,12 @@ export class SortableTable {
     for (const row of this.sorted) {
       const tr = el('tr', {tabindex: '0', 'data-key': row.key, class: row.rowClass || ''});
       for (const c of this.columns) {
-        const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || '']
+        const cls = [
+          c.numeric ? 'num' : '',
+          c.wrap ? 'wrap' : '',
+          c.sticky ? 'sticky-col' : '',
+          c.cellClass || '',
+        ]
           .join(' ')
           .trim();
         tr.append(
