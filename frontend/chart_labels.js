@@ -98,9 +98,13 @@ function distance([px, py], poly) {
   return inside ? 0 : best;
 }
 
+/** How much of the dots a box covers: per dot its weight × how deep the box reaches in (0–1). */
 function dotsCovered(poly, dots) {
   let covered = 0;
-  for (const [dx, dy, r] of dots) if (distance([dx, dy], poly) < r) covered += 1;
+  for (const [dx, dy, r, weight = 1] of dots) {
+    const d = distance([dx, dy], poly);
+    if (d < r) covered += weight * (d === 0 ? 1 : 1 - d / r);
+  }
   return covered;
 }
 
@@ -109,7 +113,7 @@ function dotsCovered(poly, dots) {
  * {text, size, color, name, optional, background, candidates: [{c: [px, py] centre, angle,
  * text?, inline? (on its line, over a `background` box), arrow?: [px, py] (the point it
  * points at; an annotation with an arrow)}]}.
- * `dots`: [px, py, radius] to stay off where possible. Returns the placed labels as
+ * `dots`: [px, py, radius, weight?] to stay off where possible (the least weight covered). Returns the placed labels as
  * {label, candidate, poly}; an optional label with no free place is left out, another takes
  * its first candidate anyway.
  */
@@ -122,7 +126,8 @@ export function place(labels, f, dots = []) {
       const poly = corners(candidate.c, textBox(text, label.size), candidate.angle || 0);
       if (!inside(poly, f)) continue;
       if (placed.some((p) => overlaps(p.poly, poly))) continue;
-      const covered = dotsCovered(poly, dots);
+      // A label's box hides what is under it: worse than text over a dot.
+      const covered = dotsCovered(poly, dots) * (candidate.inline ? 2 : 1);
       if (!best || covered < best.covered) best = {candidate, poly, covered};
       if (covered === 0) break;
     }

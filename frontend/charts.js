@@ -189,9 +189,10 @@ export function opFigure({rows, program, roofs, colors: c, selectedKey, memory =
     meta: {kind: 'highlight', key: selected ? selected.key : ''},
   });
   const dots = (f) => [
-    ...list.map((row) => [...f.px(row.intensity, row.flopRate * G), radius(row)]),
+    // The larger a dot (more time), the more a label must not cover it.
+    ...list.map((row) => [...f.px(row.intensity, row.flopRate * G), radius(row), radius(row) / 5]),
     ...(programPlottable
-      ? [[...f.px(chartIntensity(program), program.measured_flop_rate * G), 10]]
+      ? [[...f.px(chartIntensity(program), program.measured_flop_rate * G), 10, 4]]
       : []),
   ];
   return {
@@ -315,7 +316,8 @@ export function compareFigure({
     type: 'scatter',
     mode: 'markers',
     name: esc(name),
-    legendgroup: kind,
+    legendgroup: 'sides', // A, B and the Program in one legend group: one column below
+    legendgrouptitle: kind === 'compare-a' ? {text: 'A → B'} : undefined,
     x: list.map((p) => p.x),
     y: list.map((p) => p.y),
     text: list.map((p) => p.hover),
@@ -338,7 +340,7 @@ export function compareFigure({
       type: 'scatter',
       mode: 'markers',
       name: 'Program A → B',
-      legendgroup: 'program',
+      legendgroup: 'sides',
       x: [progA.x, progB.x],
       y: [progA.y, progB.y],
       text: [progA.hover, progB.hover],
@@ -420,7 +422,7 @@ const CONFIG = {
 const LEGEND_ROW_PX = 19; // a legend line
 const LEGEND_SYMBOL_PX = 46; // a legend item's symbol and its gaps
 const LEGEND_FONT_PX = 11;
-const MIN_PLOT_SHARE = 0.62; // the plot keeps this share of the chart's width (the legend below else)
+const MIN_PLOT_SHARE = 0.6; // the plot's least share of the chart's width (else legend below)
 const AXIS_TITLE_PX = 48; // the bottom margin: tick labels and the x-axis title
 const DEFAULT_HEIGHT_PX = 460;
 

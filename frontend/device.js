@@ -211,14 +211,18 @@ export function devicePanel(data, memoryNotes = new Map()) {
     el(
       'summary',
       {title: 'Device, peaks and notes: click to open'},
-      el('span', {class: 'panel-title', text: device.device_type || 'Unknown device'}),
-      el('span', {class: 'muted', text: ` · ${coresText(device)}`}),
-      el('span', {class: 'peaks-used', text: ` · peaks ${peaksUsedText(device)}`}),
+      el('span', {
+        class: 'panel-title',
+        title: device.device_type || null,
+        text: device.device_type || 'Unknown device',
+      }),
+      el('span', {class: 'muted sep', text: coresText(device)}),
+      el('span', {class: 'peaks-used sep', text: `peaks ${peaksUsedText(device)}`}),
       warning
         ? el('span', {
-            class: `first-warning ${warning[0]}`,
+            class: `first-warning sep ${warning[0]}`,
             title: warning[1],
-            text: ` · ${warning[1]}`,
+            text: warning[1],
           })
         : null,
     ),

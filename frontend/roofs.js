@@ -202,13 +202,12 @@ function roofLabels(roofs, range, c, f, {regions, ridges}) {
     const y = f.px(1, ceiling.gflops * G)[1];
     const xs = [];
     for (let cx = f.w - 8 - w / 2; cx - w / 2 >= left + 4; cx -= w / 3) xs.push(cx);
-    // Last, just left of where the line starts (it reads as the line's name).
-    const before = left - 6 - w / 2;
+    // Last, left of where the line starts, at its height (it reads as the line's name).
+    const before = [0, 1].map((k) => left - 10 - w / 2 - (k * w) / 3);
     const candidates = [
       ...xs.map((cx) => ({c: [cx, y], inline: true})),
       ...xs.flatMap((cx) => [{c: [cx, y - h / 2 - 1]}, {c: [cx, y + h / 2 + 1]}]),
-      {c: [before, y], inline: true},
-      {c: [before, y - h / 2 - 1]},
+      ...before.map((cx) => ({c: [cx, y], inline: true})),
     ];
     labels.push({
       text: shown,
