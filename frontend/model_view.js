@@ -567,6 +567,16 @@ export class ModelView {
         }),
       );
     }
+    if (withoutOps) {
+      // Said here, in view: the device panel that has the server's note opens on click.
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'steps-without-ops',
+          text: `No step holds an op (every op ran outside the ${steps.length === 1 ? 'step' : `${num(steps.length)} steps`}): only the whole-profile point (Total) is shown.`,
+        }),
+      );
+    }
     if (chart.runLength > 1) {
       info.push(
         el('p', {

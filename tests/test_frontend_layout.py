@@ -484,6 +484,8 @@ def test_a_category_legend_item_hides_and_shows_its_ops(session, server):
     frame.wait_for_function(f"() => !({shown})().includes('loop fusion')")
     after = frame.evaluate(shown)
     assert sorted(after) == sorted(c for c in before if c != "loop fusion")
+    chart_drawn(frame)
+    frame.page.wait_for_timeout(400)  # past Plotly's double-click window: a second single click
     item.locator(".legendtoggle").click()
     frame.wait_for_function(f"() => ({shown})().length === {len(before)}")
     traces = frame.evaluate(TRACES, "op-chart")
