@@ -32,6 +32,7 @@ export function opColumns(memory = 'HBM', rate = flopUnit(0)) {
     s('operation', 'Operation', (r) => r.name, {
       wrap: true,
       expander: true, // the ▸ that opens the row's detail (op_detail.js)
+      sticky: true,
       render: (r) => [
         el('span', {class: 'op-name', text: r.name}),
         identityLine(r),
@@ -133,7 +134,7 @@ const both = (field, label, delta = true) => [
 ];
 
 export const COMPARE_COLUMNS = [
-  s('operation', 'Operation', (r) => r.operation, {cellClass: 'name'}),
+  s('operation', 'Operation', (r) => r.operation, {cellClass: 'name', sticky: true}),
   s('category', 'Category', (r) => r.category),
   s('only_in', 'Only in', (r) => r.only_in || '', {
     title: 'A or B when the op ran on one side only',

@@ -183,19 +183,55 @@ function messages(diagnostics, notes, unattributed) {
   return list.children.length ? list : null;
 }
 
-/** memoryNotes: Map of memory name -> note (e.g. "no byte counts in profile"). */
+/** The peaks the roofline uses, in a few words: "459 TFLOP/s, HBM 2.765 TB/s". */
+function peaksUsedText(device) {
+  const memory = (device.memories || []).find((m) => m.peak_gbps > 0);
+  const compute = device.peak_flop_rate_gflops > 0 ? flopRate(device.peak_flop_rate_gflops) : '';
+  if (device.peaks_known === false || (!compute && !memory)) return 'no peaks known';
+  return [compute, memory ? `${memory.name} ${byteRate(memory.peak_gbps)}` : '']
+    .filter(Boolean)
+    .join(', ');
+}
+
+/** The first error, else the first warning, of the diagnostics: [kind, text] or null. */
+function firstWarning(diagnostics) {
+  for (const kind of ['errors', 'warnings']) {
+    const text = (diagnostics[kind] || [])[0];
+    if (text) return [kind === 'errors' ? 'error' : 'warning', readableMessage(text)];
+  }
+  return null;
+}
+
+/**
+ * memoryNotes: Map of memory name -> note (e.g. "no byte counts in profile"). Folded to one
+ * line (the device, the peaks used, the first warning) that opens on click, so the answer and
+ * the chart come first.
+ */
 export function devicePanel(data, memoryNotes = new Map()) {
   const device = data.device || {};
   const database = data.database || {};
   const hosts = data.hosts || [];
+  const warning = firstWarning(database.diagnostics || {});
   return el(
     'details',
-    {class: 'panel device', open: true},
+    {class: 'panel device'},
     el(
       'summary',
-      {},
-      el('span', {class: 'panel-title', text: device.device_type || 'Unknown device'}),
-      el('span', {class: 'muted', text: ` · ${coresText(device)}`}),
+      {title: 'Device, peaks and notes: click to open'},
+      el('span', {
+        class: 'panel-title',
+        title: device.device_type || null,
+        text: device.device_type || 'Unknown device',
+      }),
+      el('span', {class: 'muted sep', text: coresText(device)}),
+      el('span', {class: 'peaks-used sep', text: `peaks ${peaksUsedText(device)}`}),
+      warning
+        ? el('span', {
+            class: `first-warning sep ${warning[0]}`,
+            title: warning[1],
+            text: warning[1],
+          })
+        : null,
     ),
     el(
       'div',

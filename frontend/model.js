@@ -182,22 +182,37 @@ const MEMORY_FIELD = {
   'Shared memory / L1': null,
 };
 
+// Compute peaks this close (relative) are one ceiling: they print alike ("1.307 PFLOP/s"),
+// e.g. an AMD profile's peak 1,307,443 GFLOP/s and its table's bf16 1,307,400.
+const SAME_CEILING = 0.005;
+
 /**
  * Roofs of a device, in GFLOP/s and GB/s (SI), so a roof y = x · GB/s meets the compute peak
  * exactly at the ridge point peak / GB/s. `records` tell which memories have byte counts.
+ * Ceilings: one per distinct compute peak (peaks within SAME_CEILING merged, their dtypes
+ * together), highest first; the one holding the main peak is drawn at the main peak.
  */
 export function roofModel(device, records = []) {
   const peak = device.peak_flop_rate_gflops || 0;
-  const byValue = new Map();
-  for (const [dtype, gflops] of Object.entries(device.dtype_peak_gflops || {})) {
-    if (!(gflops > 0)) continue;
-    if (!byValue.has(gflops)) byValue.set(gflops, []);
-    byValue.get(gflops).push(dtype);
+  const values = Object.entries(device.dtype_peak_gflops || {})
+    .filter(([, gflops]) => gflops > 0)
+    .map(([dtype, gflops]) => ({dtype, gflops}));
+  if (peak > 0) values.push({dtype: '', gflops: peak});
+  values.sort((a, b) => b.gflops - a.gflops);
+  const ceilings = [];
+  for (const {dtype, gflops} of values) {
+    const last = ceilings[ceilings.length - 1];
+    if (last && last.low - gflops <= SAME_CEILING * last.low) {
+      if (dtype) last.dtypes.push(dtype);
+      last.low = gflops;
+      last.main = last.main || (dtype === '' && gflops === peak);
+      if (last.main) last.gflops = peak;
+    } else {
+      const main = dtype === '' && gflops === peak;
+      ceilings.push({gflops, low: gflops, dtypes: dtype ? [dtype] : [], main});
+    }
   }
-  if (peak > 0 && !byValue.has(peak)) byValue.set(peak, []);
-  const ceilings = [...byValue.entries()]
-    .map(([gflops, dtypes]) => ({gflops, dtypes, main: gflops === peak}))
-    .sort((a, b) => b.gflops - a.gflops);
+  for (const ceiling of ceilings) delete ceiling.low;
   const memories = (device.memories || [])
     .filter((m) => m.peak_gbps > 0)
     .map((m) => {
@@ -218,9 +233,19 @@ export function roofModel(device, records = []) {
   return {peak, ceilings, memories, none: !ceilings.length && !memories.length};
 }
 
-/** The ceiling label: "bf16 / fp8 peak" or "Peak compute". */
+/**
+ * A ceiling's name: "fp32 peak"; the main one "Peak compute", with its dtypes when a dtype's
+ * peak is the same value: "Peak compute (bf16 / fp16)".
+ */
 export function ceilingLabel(ceiling) {
-  return ceiling.dtypes.length ? `${ceiling.dtypes.join(' / ')} peak` : 'Peak compute';
+  const dtypes = ceiling.dtypes.join(' / ');
+  if (ceiling.main) return dtypes ? `Peak compute (${dtypes})` : 'Peak compute';
+  return `${dtypes} peak`;
+}
+
+/** A ceiling's label on the chart: "bf16 / fp8 459 TFLOP/s", "peak 1.307 PFLOP/s". */
+export function ceilingShortLabel(ceiling, rate) {
+  return `${ceiling.dtypes.join(' / ') || 'peak'} ${rate}`;
 }
 
 /** Distinct values of a row field, most time first. */

@@ -3,7 +3,7 @@
 
 import {advicePanel} from './advice.js';
 import {api} from './api.js';
-import {opFigure, plot, programFigure, categoryStyles} from './charts.js';
+import {opFigure, plot, programFigure} from './charts.js';
 import {opColumns} from './columns.js';
 import {opDetail} from './op_detail.js';
 import {devicePanel, deviceTimeText} from './device.js';
@@ -17,7 +17,6 @@ import {
   boundByLabel,
   chartIntensity,
   chartProgramPoints,
-  distinct,
   mainMemory,
   opRows,
   plottable,
@@ -174,13 +173,6 @@ export class ModelView {
     const allRecords = program ? [program, ...ops] : ops;
     this.roofs = roofModel(data.device || {}, allRecords);
     this.memory = mainMemory(data.device || {});
-    // Colours go to the categories on the chart, most time first (8 colours, then symbols).
-    this.styles = categoryStyles(
-      distinct(
-        this.rows.filter((r) => r.plottable),
-        'category',
-      ),
-    );
     const memoryNotes = new Map(
       this.roofs.memories
         .filter((m) => m.noBytes)
@@ -289,11 +281,12 @@ export class ModelView {
         },
         filters: this.filterValues,
       });
+      // The chart first, right under the answer and the folded device line (in the first
+      // screen at 1440×900); its notes and the filters below it, then the table.
       parts.push(
-        el('section', {class: 'panel', 'aria-label': 'Filters'}, this.filters.element),
         el(
           'section',
-          {class: 'panel', 'aria-labelledby': 'op-chart-title'},
+          {class: 'panel op-chart-panel', 'aria-labelledby': 'op-chart-title'},
           el(
             'div',
             {class: 'section-head'},
@@ -316,9 +309,10 @@ export class ModelView {
             ]),
           ),
           this.peaksNote,
-          this.chartNotes,
           this.opChart,
+          this.chartNotes,
         ),
+        el('section', {class: 'panel', 'aria-label': 'Filters'}, this.filters.element),
         el(
           'section',
           {class: 'panel', 'aria-labelledby': 'op-table-title'},
@@ -519,7 +513,6 @@ export class ModelView {
       rows: this.shownRows,
       program: this.program,
       roofs: this.roofs,
-      styles: this.styles,
       colors: colors(),
       selectedKey: this.selectedKey,
       memory: this.memory,
@@ -631,6 +624,16 @@ export class ModelView {
           class: 'note',
           'data-note': 'no-steps',
           text: 'No step markers in this profile: only the whole-profile point (Total) is shown.',
+        }),
+      );
+    }
+    if (withoutOps) {
+      // Said here, in view: the device panel that has the server's note opens on click.
+      info.push(
+        el('p', {
+          class: 'note',
+          'data-note': 'steps-without-ops',
+          text: `No step holds an op (every op ran outside the ${steps.length === 1 ? 'step' : `${num(steps.length)} steps`}): only the whole-profile point (Total) is shown.`,
         }),
       );
     }

@@ -6,7 +6,8 @@
 // point (peak GFLOP/s ÷ peak GB/s). Record bandwidths in GiB/s are never mixed in.
 
 import {byteRate, escapeHtml, flopRate, num} from './format.js';
-import {ceilingLabel} from './model.js';
+import {textBox} from './chart_labels.js';
+import {ceilingLabel, ceilingShortLabel} from './model.js';
 
 const G = 1e9;
 const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
@@ -37,19 +38,31 @@ export function ranges(points, roofs) {
 }
 
 const MEMORY_DASH = ['solid', 'dash', 'dot', 'dashdot', 'longdash', 'longdashdot'];
+const CEILING_DASH = ['dot', 'dash', 'dashdot', 'longdash'];
+const LABEL_PX = 11; // roof, ceiling and region labels
+const RIDGE_LABEL_PX = 10;
 
-/** Roof, ceiling, region and label traces, plus ridge-point annotations. */
+/** A memory roof's name in the legend and its hover: "HBM 2.765 TB/s". */
+export function roofName(m) {
+  return `${m.name} ${byteRate(m.gbps)}${m.noBytes ? ' (no byte counts)' : ''}`;
+}
+
+/**
+ * Roof, ceiling, region and ridge-point traces, and `labels(frame)`: the labels written on
+ * the chart (each ceiling and roof by name and value, ridge points, regions) as requests for
+ * chart_labels.place, with the ridge points as obstacles.
+ */
 export function roofTraces(roofs, range, c, {legend = true} = {}) {
   const traces = [];
-  const annotations = [];
   const [x0, x1] = range.x;
   const [y0] = range.y;
   const top = roofs.ceilings.length ? roofs.ceilings[0].gflops : 0;
   const fastest = Math.max(...roofs.memories.map((m) => m.gbps), 0);
   const main = roofs.memories[0];
+  const regions = main && roofs.peak > 0 && main.ridge > x0 && main.ridge < x1;
 
   // Shaded regions (drawn first, under everything): left / right of the main memory's ridge.
-  if (main && roofs.peak > 0 && main.ridge > x0 && main.ridge < x1) {
+  if (regions) {
     const peakY = roofs.peak * G;
     const region = (name, x, y, fill) => ({
       type: 'scatter',
@@ -77,29 +90,17 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
         [peakY, peakY, y0, y0],
         c.computeRegion,
       ),
-      {
-        type: 'scatter',
-        mode: 'text',
-        hoverinfo: 'skip',
-        showlegend: false,
-        meta: {kind: 'region-label'},
-        x: [Math.sqrt(x0 * main.ridge), Math.sqrt(main.ridge * x1)],
-        y: [y0 * 1.6, y0 * 1.6],
-        text: [`memory-bound (${escapeHtml(main.name)})`, 'compute-bound'],
-        textfont: {color: c.muted, size: 11},
-        textposition: 'top center',
-      },
     );
   }
 
   roofs.memories.forEach((m, i) => {
     const xEnd = top > 0 ? top / m.gbps : x1;
     if (xEnd <= x0) return;
-    const label = `${m.name} roof, ${byteRate(m.gbps)}${m.noBytes ? ' (no byte counts in profile)' : ''}`;
+    const label = roofName(m);
     traces.push({
       type: 'scatter',
       mode: 'lines',
-      name: escapeHtml(label),
+      name: escapeHtml(label).replace(' (no byte', '<br>(no byte'), // a narrower legend
       legendgroup: 'roofs',
       legendgrouptitle: i === 0 ? {text: 'Roofs'} : undefined,
       showlegend: legend,
@@ -116,6 +117,7 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
     });
   });
 
+  let others = 0;
   roofs.ceilings.forEach((ceiling) => {
     const xStart = fastest > 0 ? Math.max(ceiling.gflops / fastest, x0) : x0;
     const label = `${ceilingLabel(ceiling)}, ${flopRate(ceiling.gflops)}`;
@@ -130,15 +132,14 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
       line: {
         color: c.ceiling,
         width: ceiling.main ? 2.5 : 1.2,
-        dash: ceiling.main ? 'solid' : 'dot',
+        dash: ceiling.main ? 'solid' : CEILING_DASH[others++ % CEILING_DASH.length],
       },
       hovertemplate: `${escapeHtml(label)}<extra></extra>`,
       meta: {kind: 'ceiling', gflops: ceiling.gflops, dtypes: ceiling.dtypes},
     });
   });
 
-  // Ridge points: where each memory roof meets the main compute peak; labels above the peak,
-  // where no op can be (unless above its roof), stacked so close ridges stay readable.
+  // Ridge points: where each memory roof meets the main compute peak.
   const ridges = roofs.memories.filter((m) => m.ridge > 0 && roofs.peak > 0);
   if (ridges.length) {
     traces.push({
@@ -154,25 +155,137 @@ export function roofTraces(roofs, range, c, {legend = true} = {}) {
       hovertemplate: '%{text}<extra></extra>',
       meta: {kind: 'ridge'},
     });
-    ridges.forEach((m, i) => {
-      annotations.push({
-        x: Math.log10(m.ridge),
-        y: Math.log10(roofs.peak * G),
-        xref: 'x',
-        yref: 'y',
-        text: escapeHtml(`${m.name} ridge ${num(m.ridge)}`),
-        showarrow: true,
-        arrowhead: 0,
-        arrowwidth: 1,
-        arrowcolor: c.muted,
-        ax: 0,
-        ay: -(18 + 15 * i),
-        font: {size: 10, color: c.muted},
-        name: 'ridge-label',
-      });
+  }
+  const labels = (f) => roofLabels(roofs, range, c, f, {regions, ridges});
+  return {traces, labels};
+}
+
+/** Centres along a line's visible part, preferred first, where a label of length `w` fits. */
+function along(pa, pb, w, h, fractions) {
+  const dx = pb[0] - pa[0];
+  const dy = pb[1] - pa[1];
+  const length = Math.hypot(dx, dy);
+  if (length < w + 8) return [];
+  const angle = (Math.atan2(-dy, dx) * 180) / Math.PI;
+  const normal = [dy / length, -dx / length]; // the side above the line on screen
+  const out = [];
+  for (const t of fractions) {
+    const at = t * length;
+    if (at < w / 2 + 4 || length - at < w / 2 + 4) continue;
+    const p = [pa[0] + t * dx, pa[1] + t * dy];
+    for (const side of [1, -1]) {
+      const off = side * (h / 2 + 2);
+      out.push({c: [p[0] + normal[0] * off, p[1] + normal[1] * off], angle});
+    }
+  }
+  return out;
+}
+
+/** The label requests of a chart's roofs, in the order they are placed (see roofTraces). */
+function roofLabels(roofs, range, c, f, {regions, ridges}) {
+  const labels = [];
+  const [x0, x1] = range.x;
+  const [y0, y1] = range.y;
+  const top = roofs.ceilings.length ? roofs.ceilings[0].gflops : 0;
+  const fastest = Math.max(...roofs.memories.map((m) => m.gbps), 0);
+  const obstacles = ridges.map((m) => [...f.px(m.ridge, roofs.peak * G), 6]);
+
+  // Ceilings, the main one first: on the line near the chart's right edge (the line broken
+  // by the label), further left when another label is there, else above or below it.
+  const ceilings = [...roofs.ceilings].sort((a, b) => Number(b.main) - Number(a.main));
+  for (const ceiling of ceilings) {
+    const text = ceilingShortLabel(ceiling, flopRate(ceiling.gflops));
+    const shown = ceiling.main ? `<b>${escapeHtml(text)}</b>` : escapeHtml(text);
+    const [w, h] = textBox(shown, LABEL_PX);
+    const xStart = fastest > 0 ? Math.max(ceiling.gflops / fastest, x0) : x0;
+    const left = Math.max(f.px(xStart, 1)[0], 0);
+    const y = f.px(1, ceiling.gflops * G)[1];
+    const xs = [];
+    for (let cx = f.w - 8 - w / 2; cx - w / 2 >= left + 4; cx -= w / 3) xs.push(cx);
+    // Last, left of where the line starts, at its height (it reads as the line's name).
+    const before = [0, 1].map((k) => left - 10 - w / 2 - (k * w) / 3);
+    const candidates = [
+      ...xs.map((cx) => ({c: [cx, y], inline: true})),
+      ...xs.flatMap((cx) => [{c: [cx, y - h / 2 - 1]}, {c: [cx, y + h / 2 + 1]}]),
+      ...before.map((cx) => ({c: [cx, y], inline: true})),
+    ];
+    labels.push({
+      text: shown,
+      size: LABEL_PX,
+      color: c.ceiling,
+      background: c.plot,
+      name: 'ceiling-label',
+      candidates,
     });
   }
-  return {traces, annotations};
+
+  // Memory roofs: along the line, above it first, away from the ridge.
+  for (const m of roofs.memories) {
+    const xEnd = Math.min(top > 0 ? top / m.gbps : x1, x1);
+    const bw = m.gbps * G;
+    const xa = Math.max(x0, y0 / bw);
+    const xb = Math.min(xEnd, y1 / bw);
+    if (!(xb > xa)) continue;
+    const text = `${m.name} ${byteRate(m.gbps)}`;
+    const [w, h] = textBox(text, LABEL_PX);
+    const candidates = along(
+      f.px(xa, xa * bw),
+      f.px(xb, xb * bw),
+      w,
+      h,
+      [0.3, 0.45, 0.18, 0.6, 0.72, 0.85, 0.1],
+    );
+    labels.push({
+      text: escapeHtml(text),
+      size: LABEL_PX,
+      color: c.roof,
+      name: 'roof-label',
+      optional: true,
+      candidates,
+    });
+  }
+
+  // Ridge points: above the peak, where no op can be (unless above its roof), stacked.
+  for (const m of ridges) {
+    const text = `${m.name} ridge ${num(m.ridge)}`;
+    const [w] = textBox(text, RIDGE_LABEL_PX);
+    const p = f.px(m.ridge, roofs.peak * G);
+    const candidates = [];
+    for (const dy of [20, 34, 48, 62, 76]) {
+      for (const dx of [0, -(w / 2 + 4), w / 2 + 4]) {
+        candidates.push({c: [p[0] + dx, p[1] - dy], arrow: p});
+      }
+    }
+    labels.push({
+      text: escapeHtml(text),
+      size: RIDGE_LABEL_PX,
+      color: c.muted,
+      name: 'ridge-label',
+      optional: true,
+      candidates,
+    });
+  }
+
+  // Regions: along the bottom, centred in their region, else against the ridge or the edge,
+  // shortened or left out when there is no room.
+  if (regions) {
+    const main = roofs.memories[0];
+    const ridgeX = f.px(main.ridge, 1)[0];
+    const region = (texts, from, to, name) => {
+      const candidates = [];
+      for (const text of texts) {
+        const [w, h] = textBox(text, LABEL_PX);
+        const cy = f.h - h / 2 - 4;
+        for (const cx of [(from + to) / 2, to - 6 - w / 2, from + 6 + w / 2]) {
+          candidates.push({c: [cx, cy], text: escapeHtml(text)});
+        }
+      }
+      labels.push({text: '', size: LABEL_PX, color: c.muted, name, optional: true, candidates});
+    };
+    region([`memory-bound (${main.name})`, 'memory-bound'], 0, ridgeX, 'region-label');
+    region(['compute-bound'], ridgeX, f.w, 'region-label');
+  }
+  return {labels, obstacles};
 }
 
 /**

@@ -6,7 +6,8 @@ import {el} from './dom.js';
 
 export class SortableTable {
   /**
-   * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap}];
+   * columns: [{key, label, value(row), text(row), render(row) -> nodes, numeric, title, wrap,
+   * sticky (stays at the left when the table scrolls sideways)}];
    * options: {id, label, sort: {key, dir}, onSelect(key), onSort(), detail(row) -> node}.
    */
   constructor(columns, {id, label, sort, onSelect, onSort, detail} = {}) {
@@ -35,7 +36,11 @@ export class SortableTable {
       );
       const th = el(
         'th',
-        {scope: 'col', class: column.numeric ? 'num' : '', 'data-key': column.key},
+        {
+          scope: 'col',
+          class: [column.numeric ? 'num' : '', column.sticky ? 'sticky-col' : ''].join(' ').trim(),
+          'data-key': column.key,
+        },
         button,
       );
       this.headers.set(column.key, th);
@@ -159,7 +164,12 @@ export class SortableTable {
     for (const row of this.sorted) {
       const tr = el('tr', {tabindex: '0', 'data-key': row.key, class: row.rowClass || ''});
       for (const c of this.columns) {
-        const cls = [c.numeric ? 'num' : '', c.wrap ? 'wrap' : '', c.cellClass || '']
+        const cls = [
+          c.numeric ? 'num' : '',
+          c.wrap ? 'wrap' : '',
+          c.sticky ? 'sticky-col' : '',
+          c.cellClass || '',
+        ]
           .join(' ')
           .trim();
         const td = c.render

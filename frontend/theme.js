@@ -16,9 +16,117 @@ export const PALETTE = [
   '#F0E442',
   '#999999',
 ];
-export const SYMBOLS = ['circle', 'square', 'diamond', 'triangle-up', 'triangle-down', 'pentagon'];
+
+// Category colours: Okabe–Ito and two more, each theme its own shades of the same hues (the
+// yellow darkened on white, the blue lightened on the dark background). Index i is the same
+// hue in both.
+const CATEGORY_LIGHT = [
+  '#E69F00',
+  '#56B4E9',
+  '#009E73',
+  '#0072B2',
+  '#D55E00',
+  '#CC79A7',
+  '#C4AD00',
+  '#8F8F8F',
+  '#A6761D',
+  '#7E57C2',
+];
+const CATEGORY_DARK = [
+  '#E69F00',
+  '#56B4E9',
+  '#1DB388',
+  '#3D8FD6',
+  '#EE7733',
+  '#DB92BA',
+  '#F0E442',
+  '#A8A8A8',
+  '#C89A4B',
+  '#A98BE0',
+];
+
+// One fixed colour and symbol per known category, in every view and run: [colour index,
+// symbol]. Symbols say the kind: circles compute and memory ops, diamonds communication,
+// squares copies and data movement, triangles control and host I/O. XLA's categories and
+// the PyTorch ones (kineto/aten_cost.py); a run seldom has two of one colour and symbol.
+const KNOWN_CATEGORIES = {
+  'convolution fusion': [0, 'circle'],
+  'loop fusion': [2, 'circle'],
+  'output fusion': [3, 'circle'],
+  'custom fusion': [4, 'circle'],
+  'input fusion': [1, 'circle'],
+  'custom-call': [5, 'circle'],
+  'non-fusion elementwise': [6, 'circle'],
+  fusion: [9, 'circle'],
+  convolution: [8, 'circle'],
+  dot: [0, 'circle'],
+  reduce: [1, 'circle'],
+  broadcast: [6, 'circle'],
+  'data formatting': [7, 'circle'],
+  'all-reduce': [5, 'diamond'],
+  'all-gather': [1, 'diamond'],
+  'reduce-scatter': [4, 'diamond'],
+  'all-to-all': [2, 'diamond'],
+  'collective-permute': [3, 'diamond'],
+  send: [0, 'diamond'],
+  recv: [6, 'diamond'],
+  'communication (NCCL)': [5, 'diamond'],
+  copy: [7, 'square'],
+  'copy-start': [1, 'square'],
+  'copy-done': [3, 'square'],
+  'memory copy': [7, 'square'],
+  'dynamic-update-slice': [0, 'square'],
+  'dynamic-slice': [2, 'square'],
+  gather: [4, 'square'],
+  scatter: [8, 'square'],
+  'allocation and view': [9, 'square'],
+  while: [5, 'triangle-up'],
+  conditional: [0, 'triangle-up'],
+  infeed: [2, 'triangle-up'],
+  outfeed: [4, 'triangle-up'],
+  matmul: [0, 'circle'],
+  attention: [4, 'circle'],
+  elementwise: [2, 'circle'],
+  reduction: [1, 'circle'],
+  normalization: [3, 'circle'],
+  embedding: [5, 'circle'],
+  optimizer: [6, 'circle'],
+  recurrent: [9, 'circle'],
+  other: [7, 'circle'],
+  annotation: [7, 'triangle-down'],
+  'kernel without op': [7, 'x'],
+  '': [7, 'circle'],
+};
+// Other categories: a colour and one of these symbols from a stable hash of the name.
+const OTHER_SYMBOLS = ['hexagon', 'pentagon', 'triangle-down', 'cross'];
+
+/** FNV-1a of a string: the same number in every browser and session. */
+function stableHash(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** A category's {color, symbol} in a theme: fixed for known names, hashed for the others. */
+export function categoryStyle(category, darkTheme = dark) {
+  const name = String(category ?? '');
+  const known = Object.prototype.hasOwnProperty.call(KNOWN_CATEGORIES, name)
+    ? KNOWN_CATEGORIES[name]
+    : null;
+  const palette = darkTheme ? CATEGORY_DARK : CATEGORY_LIGHT;
+  if (known) return {color: palette[known[0]], symbol: known[1]};
+  const h = stableHash(name);
+  return {
+    color: palette[h % palette.length],
+    symbol: OTHER_SYMBOLS[Math.floor(h / palette.length) % OTHER_SYMBOLS.length],
+  };
+}
 
 const LIGHT = {
+  dark: false,
   paper: '#ffffff',
   plot: '#ffffff',
   font: '#212121',
@@ -38,6 +146,7 @@ const LIGHT = {
   hoverBorder: '#9e9e9e',
 };
 const DARK = {
+  dark: true,
   paper: '#1e1f22',
   plot: '#1e1f22',
   font: '#e8eaed',

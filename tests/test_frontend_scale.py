@@ -206,7 +206,9 @@ def test_steps_that_hold_no_op_are_said_once_and_total_is_shown(context, server)
             "only Total shows the ops."
         ]
         body = frame.evaluate("document.body.innerText")
-        assert body.count("holds an op") == 1  # once, in the device panel
+        # Once in view, by the program chart; the server's note is in the folded device panel.
+        assert body.count("holds an op") == 1
+        assert "holds an op" in frame.locator("details.device .messages").text_content()
         assert len(body) < 20_000 and "Step 1499" not in body
         # Total only: in the picker, the program table and the program chart.
         options = frame.locator("#step-select option").all_text_contents()
