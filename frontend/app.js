@@ -4,6 +4,7 @@ import {api} from './api.js';
 import {CompareView} from './compare.js';
 import {peaksSourceText} from './device.js';
 import {el, show, status} from './dom.js';
+import {LayersView} from './layers_view.js';
 import {ModelView} from './model_view.js';
 import {CALIBRATED, validPeaks} from './peaks.js';
 import {renderSidebar} from './sidebar.js';
@@ -21,7 +22,14 @@ export class App {
     this.sidebar = el('nav', {class: 'sidebar', 'aria-label': 'Roofline selection'});
     this.modelNode = el('div', {id: 'model-view', class: 'view'});
     this.compareNode = el('div', {id: 'compare-view', class: 'view', hidden: true});
-    this.main = el('main', {class: 'main', id: 'main'}, this.modelNode, this.compareNode);
+    this.layersNode = el('div', {id: 'layers-view', class: 'view', hidden: true});
+    this.main = el(
+      'main',
+      {class: 'main', id: 'main'},
+      this.modelNode,
+      this.compareNode,
+      this.layersNode,
+    );
     show(root, this.sidebar, this.main);
     this.model = new ModelView(this.modelNode, {
       filters: state.filters,
@@ -33,6 +41,7 @@ export class App {
       onCalibrate: () => this.calibrate(),
     });
     this.compare = new CompareView(this.compareNode);
+    this.layers = new LayersView(this.layersNode);
     this.sides = {a: {hosts: [], steps: null}, b: {hosts: [], steps: null}};
     this.peaksText = '';
     this.peaksChoices = null; // the `peaks` route's answer
@@ -59,7 +68,7 @@ export class App {
       return;
     }
     const saved = restore();
-    state.tool = saved.tool === 'compare' ? 'compare' : 'model';
+    state.tool = ['compare', 'layers'].includes(saved.tool) ? saved.tool : 'model';
     state.include = saved.include !== false;
     await peaksLoaded;
     state.peaks = validPeaks(this.peaksChoices).includes(saved.peaks) ? saved.peaks : '';
@@ -143,7 +152,7 @@ export class App {
 
   setStep(step) {
     state.step = String(step);
-    if (state.tool !== 'model') state.tool = 'model';
+    if (state.tool === 'compare') state.tool = 'model';
     return this.update();
   }
 
@@ -198,8 +207,9 @@ export class App {
   async update() {
     remember();
     const compare = state.tool === 'compare';
-    this.modelNode.hidden = compare;
+    this.modelNode.hidden = state.tool !== 'model';
     this.compareNode.hidden = !compare;
+    this.layersNode.hidden = state.tool !== 'layers';
     if (compare) {
       if (!state.compare.a.run || !state.compare.b.run) state.compare = this.defaultCompare();
       await Promise.all([this.loadSide('a', state.compare.a), this.loadSide('b', state.compare.b)]);
@@ -212,6 +222,21 @@ export class App {
       return;
     }
     this.renderSidebar();
+    if (state.tool === 'layers') {
+      await this.layers.show({
+        run: state.run,
+        host: state.host,
+        step: state.step,
+        peaks: state.peaks,
+      });
+      const layersData = this.layers.data;
+      this.setPeaksText(
+        layersData && this.layersNode.dataset.state === 'ready'
+          ? peaksSourceText((layersData.device || {}).peaks_source)
+          : '',
+      );
+      return;
+    }
     await this.model.show({
       run: state.run,
       host: state.host,

@@ -1,6 +1,6 @@
 // The roofline tab. TensorBoard loads this module in an iframe (whose <base> is
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
-// compare (the two tools), charts/roofs (Plotly figures), table, pager, step_picker, filters,
+// compare (the two tools), layers_view (the layer tree), charts/roofs (Plotly figures), table, pager, step_picker, filters,
 // columns, device, export, model/guidance (data shaping), api, state, theme, timing, format,
 // dom, plotly.
 //
@@ -24,6 +24,7 @@ export const MODULES = [
   'filters.js',
   'format.js',
   'guidance.js',
+  'layers_view.js',
   'model.js',
   'model_view.js',
   'pager.js',

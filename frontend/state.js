@@ -18,7 +18,7 @@ export const state = {
   steps: {has_step_markers: false, steps: []},
   run: '',
   host: '',
-  tool: 'model', // 'model' | 'compare'
+  tool: 'model', // 'model' | 'compare' | 'layers'
   step: 'total', // 'total' | 'average' | step number as a string
   include: true, // include infeed/outfeed ops
   peaks: '', // '' (the profile's own), 'calibrated' or a built-in device key: the API's `peaks`

@@ -86,3 +86,12 @@ def select(stats: OpStats, step: str | int) -> Selection:
     else:  # never a wall of numbers
         known = numbered(numbers, "step")
     raise NotFound(f"no step {step} in this profile ({known})")
+
+
+def layer_selection(stats: OpStats, step: str | int) -> Selection:
+    """``select`` of the rows the layer tree is made of: the op rows, or a PyTorch trace's
+    rows split by module (``OpStats.layer_split``)."""
+    split = stats.layer_split
+    if split is None:
+        return select(stats, step)
+    return select(replace(stats, all_db=split.all_db, steps=split.steps, layer_split=None), step)

@@ -338,6 +338,7 @@ def cpu_ops(
         static["source_file"][row], static["source_line"][row], static["source_stack"][row] = (
             module.source(name)
         )
+        static["op_path"][row] = module.op_name(name)
         static["dtype"][row] = cost.dtype
     cell_exec = per_exec[binned.op]
     flops = cell_exec[:, 0] * occurrences

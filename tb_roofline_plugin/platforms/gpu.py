@@ -186,6 +186,7 @@ class OpTable:
     category: list[str]
     cost: list[InstructionCost | None]
     source: list[tuple[str, int, str]]
+    op_path: list[str]  # the HLO instruction's op_name (framework ops: their tf_op)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -204,7 +205,7 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
         combos = np.stack(np.unravel_index(flat, dims), axis=1)
     else:
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    table = OpTable([], [], [], [], [])
+    table = OpTable([], [], [], [], [], [])
     keys: dict[tuple[int, str], int] = {}
     combo_op = np.full(len(combos), -1, np.int64)
     for c, (pc, hc, tc, kc) in enumerate(combos.tolist()):
@@ -215,22 +216,24 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
             cost = module.cost(name) if module is not None else None
             if module is None or cost is None:
                 continue  # XProf drops kernels whose instruction is not found
-            row: tuple[int, str, str, InstructionCost | None, tuple[str, int, str]] = (
+            row: tuple[int, str, str, InstructionCost | None, tuple[str, int, str], str] = (
                 program,
                 name,
                 module.category(name),
                 cost,
                 module.source(name),
+                module.op_name(name),
             )
         elif tf_op and not tf_op.startswith("XlaModule:"):
             name = f"{tf_op}/{kernels.kernel_names[kc]}"
-            program, row = 0, (0, name, "framework op", None, ("", -1, ""))
+            program, row = 0, (0, name, "framework op", None, ("", -1, ""), tf_op)
         else:
             continue
         index = keys.get((program, name))
         if index is None:
             index = keys[(program, name)] = len(table)
-            for field, value in zip(("program_id", "name", "category", "cost", "source"), row):
+            fields = ("program_id", "name", "category", "cost", "source", "op_path")
+            for field, value in zip(fields, row):
                 getattr(table, field).append(value)
         combo_op[c] = index
     return combo_op[inverse.ravel()], table
@@ -299,6 +302,7 @@ def aggregate(
             stack,
         )
     static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
+    static["op_path"][:] = table.op_path
     flops = per_exec[:, 0] * executions
     total_bytes = per_exec[:, 1] * executions
     written = per_exec[:, 2] * executions

@@ -101,6 +101,7 @@ def _op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]
         cols["source_file"][row] = file_name
         cols["source_line"][row] = line
         cols["source_stack"][row] = as_str(stats.get("source_stack"))
+        cols["op_path"][row] = as_str(stats.get("tf_op"))
     rows = np.where(keep, np.arange(len(distinct)), -1)
     return cols, rows[np.searchsorted(distinct, metadata_ids)]
 
@@ -203,6 +204,7 @@ _STATIC = (
     "source_line",
     "source_stack",
     "dtype",
+    "op_path",
     "flops",
     "model_flops",
     "bytes_accessed",
