@@ -79,18 +79,16 @@ _AUTOGRAD_NODE = re.compile(r"^(\w*Backward\d*|torch::autograd::\w+)$")  # Addmm
 def split_path(path: str) -> list[str]:
     """The components of a name stack: '/' outside parentheses (``jvp(a/b)`` is one), the
     first of several ';'-joined stacks (an op XLA fused from several)."""
-    path = path.split(";", 1)[0]
-    out, depth, start = [], 0, 0
-    for i, char in enumerate(path):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth = max(depth - 1, 0)
-        elif char == "/" and depth == 0:
-            out.append(path[start:i])
-            start = i + 1
-    out.append(path[start:])
-    return [c.strip() for c in out if c.strip()]
+    out: list[str] = []
+    held, depth = "", 0  # a component whose parentheses are still open
+    for piece in path.split(";", 1)[0].split("/"):
+        held = f"{held}/{piece}" if depth > 0 else piece
+        depth = max(depth + piece.count("(") - piece.count(")"), 0)
+        if depth == 0 and held.strip():
+            out.append(held.strip())
+    if depth > 0 and held.strip():  # unbalanced: what is left is one component
+        out.append(held.strip())
+    return out
 
 
 def _folded(components: list[str]) -> tuple[list[str], bool]:
@@ -281,11 +279,10 @@ class _Nodes:
         has_children = np.zeros(len(self.key), bool)
         has_children[[p for p in self.parent if p >= 0]] = True
         inner = np.unique(row_node[has_children[row_node]]) if len(row_node) else row_node
-        moved = row_node.copy()
+        target = np.arange(len(self.key), dtype=np.int64)
         for node in inner.tolist():
-            own = self._node((*self.key[node], None), node)
-            moved[row_node == node] = own
-        return moved
+            target[node] = self._node((*self.key[node], None), node)
+        return target[row_node]
 
     def tree(self, db: OpMetricsDb, row_node: np.ndarray, row_backward: np.ndarray) -> LayerTree:
         n = len(self.key)

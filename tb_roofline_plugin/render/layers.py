@@ -30,9 +30,11 @@ OVERLAPPING_TIME = (
     "to more than the selection's device time ({device_us:,.1f} us)."
 )
 MAX_LISTED_OPS = 500  # ops a leaf lists (by self time); the rest are counted
+MAX_LISTED_ROWS = 5000  # ops all leaves list together: those with the most self time
 LEFT_OUT = (
-    "{count:,} ops of {layers:,} layers of more than {most} ops are not listed (their time, "
-    "FLOPs and bytes are in their layers' sums)."
+    "{count:,} ops of {layers:,} layers are not listed (a layer lists at most {most} ops, the "
+    "layers together the {rows:,} with the most self time); their time, FLOPs and bytes are "
+    "in their layers' sums."
 )
 # Record-metric keys each node carries (GFLOP/s, FLOP/byte, GiB/s, fractions).
 _METRICS = (
@@ -67,16 +69,29 @@ def layers_dict(stats: OpStats, step: str | int = TOTAL) -> dict:
         notes.append(OVERLAPPING_TIME.format(device_us=total_us))
     nodes = []
     left_out, cut = 0, 0
-    for i in range(len(tree)):
-        node = _node_dict(tree, metrics, i, total_us)
+    children: list[list[int]] = [[] for _ in range(len(tree))]
+    for i, up in enumerate(tree.parent.tolist()):
+        if up >= 0:
+            children[up].append(i)
+    # Each leaf's rows, most self time first (one sort for all leaves), of the rows with the
+    # most self time of the selection.
+    listed = np.zeros(len(db), bool)
+    listed[np.argsort(-db.self_time_ps, kind="stable")[:MAX_LISTED_ROWS]] = True
+    order = np.lexsort((-db.self_time_ps, tree.row_node))
+    order = order[listed[order]]
+    bounds = np.searchsorted(tree.row_node[order], np.arange(len(tree) + 1))
+    for i, node in enumerate(_node_dicts(tree, metrics, children)):
         if tree.size[i] == 1 and tree.kind[i] != IDLE:
-            node["ops"] = _op_dicts(stats, db, tree, i)
+            rows = order[bounds[i] : bounds[i + 1]][:MAX_LISTED_OPS]
+            node["ops"] = _op_dicts(stats, db, tree, rows)
             node["ops_not_listed"] = int(tree.op_rows[i]) - len(node["ops"])
             left_out += node["ops_not_listed"]
             cut += node["ops_not_listed"] > 0
         nodes.append(node)
     if left_out:
-        notes.append(LEFT_OUT.format(count=left_out, layers=cut, most=MAX_LISTED_OPS))
+        notes.append(
+            LEFT_OUT.format(count=left_out, layers=cut, most=MAX_LISTED_OPS, rows=MAX_LISTED_ROWS)
+        )
     return {
         "step": selection.label,
         "max_depth": tree.max_depth,
@@ -87,54 +102,77 @@ def layers_dict(stats: OpStats, step: str | int = TOTAL) -> dict:
     }
 
 
-def _node_dict(tree: LayerTree, metrics: dict, i: int, total_us: float) -> dict:
+def _node_dicts(tree: LayerTree, metrics: dict, children: list[list[int]]) -> list[dict]:
+    """Every node's dict: its place, sums and roofline point, both passes and each."""
     both = metrics[BOTH]
-    time_us = float(tree.self_time_ps[i].sum()) / 1e6
-    node = {
-        "id": i,
-        "parent": int(tree.parent[i]),
-        "name": tree.name[i],
-        "path": tree.path[i],
-        "kind": tree.kind[i],
-        "depth": int(tree.depth[i]),
-        "children": tree.children(i).tolist(),
-        "op_rows": int(tree.op_rows[i]),
-        "occurrences": int(tree.occurrences[i]),
-        "self_time_us": time_us,
-        "time_fraction": float(safe_divide(time_us, total_us)),
-        "flops": float(tree.flops[i].sum()),
-        "bytes_accessed": float(tree.bytes_accessed[i].sum()),
-        **{key: float(both[key][i]) for key in _METRICS},
-        "bound_by": str(both["bound_by"][i]),
+    time_us = tree.self_time_ps.sum(axis=1) / 1e6
+    fraction = safe_divide(time_us, time_us[0] if len(time_us) else 0.0)  # of the Program's
+    columns = {
+        "parent": tree.parent.tolist(),
+        "depth": tree.depth.tolist(),
+        "op_rows": tree.op_rows.tolist(),
+        "occurrences": tree.occurrences.tolist(),
+        "self_time_us": time_us.tolist(),
+        "time_fraction": np.atleast_1d(fraction).tolist(),
+        "flops": tree.flops.sum(axis=1).tolist(),
+        "bytes_accessed": tree.bytes_accessed.sum(axis=1).tolist(),
+        **{key: np.asarray(both[key], np.float64).tolist() for key in _METRICS},
     }
+    bound = [str(b) for b in both["bound_by"].tolist()]
+    passes = {}
     for which, name in ((FORWARD, "forward"), (BACKWARD, "backward")):
-        node[name] = {
-            "self_time_us": float(tree.self_time_ps[i, which]) / 1e6,
-            "flops": float(tree.flops[i, which]),
-            "bytes_accessed": float(tree.bytes_accessed[i, which]),
-            **{key: float(metrics[which][key][i]) for key in _PASS_METRICS},
+        passes[name] = {
+            "self_time_us": (tree.self_time_ps[:, which] / 1e6).tolist(),
+            "flops": tree.flops[:, which].tolist(),
+            "bytes_accessed": tree.bytes_accessed[:, which].tolist(),
+            **{k: np.asarray(metrics[which][k], np.float64).tolist() for k in _PASS_METRICS},
         }
-    return node
+    nodes = []
+    for i in range(len(tree)):
+        node = {"id": i, "parent": columns["parent"][i], "name": tree.name[i]}
+        node.update(path=tree.path[i], kind=tree.kind[i], depth=columns["depth"][i])
+        node["children"] = children[i]
+        for key in ("op_rows", "occurrences", "self_time_us", "time_fraction", "flops"):
+            node[key] = columns[key][i]
+        node["bytes_accessed"] = columns["bytes_accessed"][i]
+        for key in _METRICS:
+            node[key] = columns[key][i]
+        node["bound_by"] = bound[i]
+        for name, values in passes.items():
+            node[name] = {key: column[i] for key, column in values.items()}
+        nodes.append(node)
+    return nodes
 
 
-def _op_dicts(stats: OpStats, db, tree: LayerTree, node: int) -> list[dict]:
-    rows = np.flatnonzero(tree.row_node == node)
-    rows = rows[np.argsort(-db.self_time_ps[rows], kind="stable")][:MAX_LISTED_OPS]
+def _op_dicts(stats: OpStats, db, tree: LayerTree, rows: np.ndarray) -> list[dict]:
+    """The ops of ``rows`` (one leaf's), as the json lists them."""
+    programs = db.program_id[rows].tolist()
     names = stats.program_names
+    columns = zip(
+        db.name[rows].tolist(),
+        programs,
+        db.category[rows].tolist(),
+        tree.row_backward[rows].tolist(),
+        db.op_path[rows].tolist(),
+        db.occurrences[rows].tolist(),
+        db.self_time_ps[rows].tolist(),
+        db.flops[rows].tolist(),
+        db.bytes_accessed[rows].tolist(),
+    )
     return [
         {
-            "name": str(db.name[r]),
-            "hlo_module_id": str(int(db.program_id[r])),
-            "program_name": names.get(int(db.program_id[r]), ""),
-            "category": str(db.category[r]),
-            "pass": PASSES[int(tree.row_backward[r])],
-            "op_path": str(db.op_path[r]),
-            "occurrences": int(db.occurrences[r]),
-            "self_time_us": int(db.self_time_ps[r]) / 1e6,
-            "flops": float(db.flops[r]),
-            "bytes_accessed": float(db.bytes_accessed[r]),
+            "name": str(name),
+            "hlo_module_id": str(int(program)),
+            "program_name": names.get(int(program), ""),
+            "category": str(category),
+            "pass": PASSES[int(backward)],
+            "op_path": str(path),
+            "occurrences": int(occurrences),
+            "self_time_us": int(time_ps) / 1e6,
+            "flops": float(flops),
+            "bytes_accessed": float(nbytes),
         }
-        for r in rows.tolist()
+        for name, program, category, backward, path, occurrences, time_ps, flops, nbytes in columns
     ]
 
 

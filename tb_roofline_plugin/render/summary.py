@@ -222,7 +222,8 @@ def layer_summary_text(
     header, rows, doc = layers_table_rows(stats, step, depth, memory)
     out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
     out = [terminal_safe(line) for line in out]
-    shown = "every depth" if depth is None else f"depth {depth} of {doc['max_depth']}"
+    deepest = doc["max_depth"]
+    shown = "every depth" if depth is None else f"depth {min(depth, deepest)} of {deepest}"
     out.append("")
     out.append(f"layers of {_selection_words(doc['step'])} ({shown}; time: self time of the ops)")
     out.append(_table([header, *rows], left=2))
