@@ -51,16 +51,27 @@ function getJson(route, params = {}, {cached = false} = {}) {
 
 /** The `peaks` parameter, only when one is chosen (the default keeps the old URLs). */
 const withPeaks = (params, peaks) => (peaks ? {...params, peaks} : params);
+/** The `device` parameter, only for one device (all devices keep the old URLs). */
+const withDevice = (params, device) => (device && device !== 'all' ? {...params, device} : params);
 
 export const api = {
   runs: () => getJson('runs'),
   hosts: (run) => getJson('hosts', {run}),
-  steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
-  /** Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or a `peaks` value. */
-  roofline: (run, host, step = 'total', peaks = '') =>
-    getJson('data', withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks), {
-      cached: true,
-    }),
+  steps: (run, host, device = 'all') =>
+    getJson('steps', withDevice({run, host}, device), {cached: true}),
+  /**
+   * Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or
+   * a `peaks` value; device: 'all' or a device number.
+   */
+  roofline: (run, host, step = 'total', peaks = '', device = 'all') =>
+    getJson(
+      'data',
+      withDevice(
+        withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks),
+        device,
+      ),
+      {cached: true},
+    ),
   compare: (a, b, peaks = '') =>
     getJson(
       'compare',

@@ -3,6 +3,7 @@
 import {api} from './api.js';
 import {CompareView} from './compare.js';
 import {peaksSourceText} from './device.js';
+import {ALL_DEVICES, validDevice} from './device_picker.js';
 import {el, show, status} from './dom.js';
 import {LayersView} from './layers_view.js';
 import {ModelView} from './model_view.js';
@@ -88,6 +89,7 @@ export class App {
       run: (run) => this.chooseRun(run),
       host: (host) => this.chooseHost(host),
       step: (step) => this.setStep(step),
+      device: (device) => this.setDevice(device),
       include: (include) => {
         state.include = include;
         this.update();
@@ -134,10 +136,10 @@ export class App {
       return;
     }
     const host = state.hosts.includes(saved.host) ? saved.host : state.hosts[0] || '';
-    await this.chooseHost(host, saved.step);
+    await this.chooseHost(host, saved.step, saved.device);
   }
 
-  async chooseHost(host, savedStep) {
+  async chooseHost(host, savedStep, savedDevice = ALL_DEVICES) {
     state.host = host;
     if (host) api.roofline(state.run, host, 'total', state.peaks).catch(() => {}); // needed by every view: start now
     try {
@@ -145,9 +147,34 @@ export class App {
     } catch {
       state.steps = null; // unknown: the view shows the profile's error
     }
+    state.devices = (state.steps && state.steps.devices) || [];
+    state.device = validDevice(state.devices, savedDevice);
+    if (state.device !== ALL_DEVICES) await this.loadDeviceSteps();
     const valid = stepOptions(state.steps).map(([value]) => value);
     state.step = valid.includes(String(savedStep)) ? String(savedStep) : 'total';
     await this.update();
+  }
+
+  /** One device of the host ('all': every device): its own steps, the step kept if it has it. */
+  async setDevice(device) {
+    state.device = validDevice(state.devices, device);
+    await this.loadDeviceSteps();
+    const valid = stepOptions(state.steps).map(([value]) => value);
+    if (!valid.includes(state.step)) state.step = 'total';
+    if (state.tool !== 'model') state.tool = 'model';
+    return this.update();
+  }
+
+  /** The chosen device's steps (their durations on it), keeping the host's device list. */
+  async loadDeviceSteps() {
+    try {
+      state.steps = {
+        ...(await api.steps(state.run, state.host, state.device)),
+        devices: state.devices,
+      };
+    } catch {
+      state.steps = null;
+    }
   }
 
   setStep(step) {
@@ -243,6 +270,7 @@ export class App {
       step: state.step,
       include: state.include,
       peaks: state.peaks,
+      device: state.device,
     });
     const data = this.model.data;
     const text =

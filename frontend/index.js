@@ -1,8 +1,8 @@
 // The roofline tab. TensorBoard loads this module in an iframe (whose <base> is
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
-// compare (the two tools), layers_view (the layer tree), charts/roofs (Plotly figures), table, pager, step_picker, filters,
-// columns, device, export, model/guidance (data shaping), api, state, theme, timing, format,
-// dom, plotly.
+// compare (the two tools), layers_view (the layer tree), charts/roofs (Plotly figures),
+// table, pager, step_picker, filters, columns, device, device_picker, export, model/guidance
+// (data shaping), api, state, theme, timing, format, dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -19,6 +19,7 @@ export const MODULES = [
   'columns.js',
   'compare.js',
   'device.js',
+  'device_picker.js',
   'dom.js',
   'export.js',
   'filters.js',

@@ -81,7 +81,7 @@ export class ModelView {
     this.selectedKey = '';
     this.boxKeys = null;
     this.averageProgram = null;
-    const label = selectionLabel(sel.run, sel.host, sel.step);
+    const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
     this.container.dataset.state = 'loading';
     this.purge();
     show(
@@ -100,9 +100,9 @@ export class ModelView {
     try {
       [data, total] = await Promise.all([
         api
-          .roofline(sel.run, sel.host, sel.step, sel.peaks)
+          .roofline(sel.run, sel.host, sel.step, sel.peaks, sel.device)
           .then((d) => (markOnce('dataLoadedMs'), d)),
-        api.roofline(sel.run, sel.host, 'total', sel.peaks),
+        api.roofline(sel.run, sel.host, 'total', sel.peaks, sel.device),
       ]);
     } catch (err) {
       if (token !== this.token) return;
@@ -162,6 +162,7 @@ export class ModelView {
       host: sel.host,
       step: sel.step,
       include: sel.include,
+      device: sel.device || 'all',
     });
     this.addAverageIfMissing(token);
   }
@@ -734,7 +735,13 @@ export class ModelView {
     )
       return;
     try {
-      const avg = await api.roofline(this.sel.run, this.sel.host, 'average', this.sel.peaks);
+      const avg = await api.roofline(
+        this.sel.run,
+        this.sel.host,
+        'average',
+        this.sel.peaks,
+        this.sel.device,
+      );
       if (token !== this.token) return;
       this.averageProgram = selectionRecords(avg, 'average', this.sel.include).program;
       if (this.averageProgram) await this.drawPrograms();

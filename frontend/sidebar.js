@@ -1,6 +1,7 @@
 // The sidebar: Tool, then Run / Host / Step / infeed-outfeed (Roofline Model) or the A and B
 // selections (Roofline Compare), and where the device peaks came from.
 
+import {devicePicker} from './device_picker.js';
 import {checkboxField, el, selectField, show} from './dom.js';
 import {stepsPhrase} from './format.js';
 import {peaksField} from './peaks.js';
@@ -59,7 +60,8 @@ function sideFields(side, label, choice, lists, on) {
 
 /**
  * Draws the sidebar into `node`. s: the state; sides: {a, b} lists of hosts and steps per
- * compare side; on: {tool, run, host, step, include, peaks, side: {run, host, step}} handlers;
+ * compare side; on: {tool, run, host, step, device, include, peaks, side: {run, host, step}}
+ * handlers;
  * peaksChoices: the `peaks` route's answer (null until known).
  */
 export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null) {
@@ -82,6 +84,7 @@ export function renderSidebar(node, s, sides, on, peaksText, peaksChoices = null
       selectField('Host', hostOptions(s.hosts), s.host, on.host, {id: 'host-select'}),
       stepPicker({id: 'step-select', steps: s.steps, value: s.step, onChange: on.step}),
       stepNote(s.steps),
+      devicePicker({id: 'device-select', devices: s.devices, value: s.device, onChange: on.device}),
       checkboxField('Include infeed / outfeed ops', s.include, on.include, {id: 'include-toggle'}),
     );
   }

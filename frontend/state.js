@@ -16,10 +16,12 @@ export const state = {
   runs: [],
   hosts: [],
   steps: {has_step_markers: false, steps: []},
+  devices: [], // the host's devices that ran ops (the steps route's `devices`)
   run: '',
   host: '',
   tool: 'model', // 'model' | 'compare' | 'layers'
   step: 'total', // 'total' | 'average' | step number as a string
+  device: 'all', // 'all' | a device number as a string: the API's `device`
   include: true, // include infeed/outfeed ops
   peaks: '', // '' (the profile's own), 'calibrated' or a built-in device key: the API's `peaks`
   compare: {a: {run: '', host: '', step: 'total'}, b: {run: '', host: '', step: 'total'}},
@@ -37,11 +39,11 @@ export function restore() {
 }
 
 export function remember() {
-  const {run, host, tool, step, include, compare, peaks} = state;
+  const {run, host, tool, step, include, compare, peaks, device} = state;
   try {
     window.localStorage.setItem(
       STORAGE_KEY,
-      JSON.stringify({run, host, tool, step, include, compare, peaks}),
+      JSON.stringify({run, host, tool, step, include, compare, peaks, device}),
     );
   } catch {
     // Storage is optional.
@@ -78,9 +80,10 @@ export function stepText(s) {
   return `Step ${s.step_num}${s.complete ? '' : ' (incomplete)'}`;
 }
 
-/** A label for a selection: "run · host · step 3". */
-export function selectionLabel(run, host, step) {
+/** A label for a selection: "run · host · step 3" (with a device: "· device 2"). */
+export function selectionLabel(run, host, step, device = 'all') {
   const stepText =
     step === 'total' ? 'total' : step === 'average' ? 'average step' : `step ${step}`;
-  return `${run} · ${host} · ${stepText}`;
+  const deviceText = device && device !== 'all' ? ` · device ${device}` : '';
+  return `${run} · ${host} · ${stepText}${deviceText}`;
 }

@@ -20,13 +20,20 @@ _PEAKS_HELP = (
     "(see `calibrate`)"
 )
 
+_DEVICE_HELP = (
+    "all (default) or one device of the host: an XLA:CPU device_ordinal, the N of "
+    "/device:GPU:N or /device:TPU:N (the json's device.devices lists them)"
+)
+
 
 def _export(args: argparse.Namespace) -> int:
-    from .platforms.analysis import analyze_files
+    from .platforms.analysis import analyze_file, analyze_files
     from .render.export import render_pieces
     from .xspace.sources import profile_files
 
     if args.dask or args.cache_dir:
+        if args.device is not None:
+            raise RooflineError("--device shows one device; --dask and --cache-dir convert hosts")
         return _export_to_cache(args)
     files = profile_files(args.path, args.host)
     from .ops.selection import parse_step
@@ -43,7 +50,11 @@ def _export(args: argparse.Namespace) -> int:
     if step != "total" and args.format != "json" and not by_layer:
         raise RooflineError("--step selects records of the json format; use --format json")
     _refuse_overwriting(args.output, files)
-    stats = analyze_files(files, _peaks(args), args.workers, _start_method())
+    device = _device(args, files)
+    if device is None:
+        stats = analyze_files(files, _peaks(args), args.workers, _start_method())
+    else:
+        stats = analyze_file(files[0], _peaks(args), device)
     if by_layer:
         from .render.layers import layers_csv
 
@@ -202,7 +213,7 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace) -> int:
     from .ops.selection import parse_step
-    from .platforms.analysis import analyze_files
+    from .platforms.analysis import analyze_file, analyze_files
     from .render.summary import summary_text
     from .xspace.sources import profile_files
 
@@ -211,7 +222,11 @@ def _summary(args: argparse.Namespace) -> int:
     if args.by != "layer" and (args.depth is not None or step != "total"):
         raise RooflineError("--depth and --step go with --by layer (the ops' summary is of Total)")
     _refuse_overwriting(args.output, files)
-    stats = analyze_files(files, _peaks(args))
+    device = _device(args, files)
+    if device is None:
+        stats = analyze_files(files, _peaks(args))
+    else:
+        stats = analyze_file(files[0], _peaks(args), device)
     if args.by == "layer":
         from .render.summary import layer_summary_text
 
@@ -220,6 +235,21 @@ def _summary(args: argparse.Namespace) -> int:
         return 0
     _write(summary_text(stats, files, top=args.top), args.output)
     return 0
+
+
+def _device(args: argparse.Namespace, files: list[str]) -> int | None:
+    """``--device``: None (all) or a device number, of one host's file."""
+    from .ops.selection import parse_device
+
+    device = parse_device(args.device)
+    if device is not None and len(files) > 1:
+        from .xspace.discovery import host_name
+
+        hosts = ", ".join(host_name(f) for f in files)
+        raise RooflineError(
+            f"--device {device} shows a device of one host: add --host HOST (hosts: {hosts})"
+        )
+    return device
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -333,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="json only: total (default: the whole profile, XProf's records), average, or a "
         "step number (that step's Program and op records)",
     )
+    export.add_argument("--device", help=_DEVICE_HELP)
     export.add_argument(
         "--by",
         choices=("op", "layer"),
@@ -372,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--top", type=int, default=10, help="number of ops to list")
     summary.add_argument("--output", "-o")
     summary.add_argument("--peaks", help=_PEAKS_HELP)
+    summary.add_argument("--device", help=_DEVICE_HELP)
     summary.add_argument(
         "--by",
         choices=("op", "layer"),

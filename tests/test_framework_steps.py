@@ -167,3 +167,25 @@ def test_average_row_flops_and_bytes_are_per_step_in_every_export(shared_data, n
     # The rate is the per-step FLOPs over the per-step time.
     rate = int(average["flops"]) / (average["total_time_in_us"] * 1e3)
     assert average["measured_flop_rate"] == pytest.approx(rate, rel=1e-6)
+
+
+def test_torch_lstm_steps_are_its_profiler_steps(shared_data):
+    """torch.profiler's ``ProfilerStep#N`` spans (the raw trace JSON) are the steps, each
+    complete with its span as its time; Total runs from the first step's start to the last's
+    end (a CPU-only trace: the ops run inside them)."""
+    (path,) = (shared_data / "new-producers/torch_lstm").glob("*.pt.trace.json")
+    events = json.loads(path.read_text())["traceEvents"]
+    spans = sorted(
+        (int(e["name"].split("#")[1]), e["ts"], e["dur"])
+        for e in events
+        if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+    )
+    assert [num for num, _, _ in spans] == [3, 4, 5]
+    stats = analyze_file(path)
+    assert [s.step_num for s in stats.steps] == [3, 4, 5]
+    assert all(s.complete for s in stats.steps)
+    for step, (_, _, dur_us) in zip(stats.steps, spans):
+        assert step.duration_ps / 1e6 == pytest.approx(dur_us, abs=1e-3)
+        assert step.db.total_time_ps / 1e6 == pytest.approx(dur_us, abs=1e-3)
+    window_us = spans[-1][1] + spans[-1][2] - spans[0][1]
+    assert stats.all_db.total_time_ps / 1e6 == pytest.approx(window_us, abs=1e-2)

@@ -135,6 +135,143 @@ def _trip_counts(module: hlo_pb2.HloModuleProto) -> dict[str, int]:
     }
 
 
+def _jaxlib_flops():
+    """jaxlib's HloCostAnalysis FLOPs of an HloModuleProto (skips where it is not importable)."""
+    jax = pytest.importorskip("jax")
+    try:
+        from jax._src.lib import _jax
+        from jaxlib import _hlo
+    except ImportError as exc:
+        pytest.skip(f"jaxlib's module cost analysis is not importable here: {exc}")
+    client = jax.devices("cpu")[0].client
+
+    def flops(module: hlo_pb2.HloModuleProto) -> float:
+        hlo = _hlo.HloModule.from_serialized_hlo_module_proto(module.SerializeToString())
+        return float(_jax.hlo_module_cost_analysis(client, hlo).get("flops", 0.0))
+
+    return flops
+
+
+def _rooted(module: hlo_pb2.HloModuleProto, computation_id: int) -> hlo_pb2.HloModuleProto:
+    """The module with one of its computations (and what that calls) as its entry."""
+    computations = {c.id: c for c in module.computations}
+    keep, todo = set(), [computation_id]
+    while todo:
+        c = todo.pop()
+        if c not in keep:
+            keep.add(c)
+            for instruction in computations[c].instructions:
+                todo.extend(instruction.called_computation_ids)
+    out = hlo_pb2.HloModuleProto(
+        name=module.name,
+        id=module.id,
+        entry_computation_id=computation_id,
+        entry_computation_name=computations[computation_id].name,
+    )
+    out.computations.extend(c for c in module.computations if c.id in keep)
+    out.host_program_shape.CopyFrom(computations[computation_id].program_shape)
+    out.stack_frame_index.CopyFrom(module.stack_frame_index)
+    return out
+
+
+def xla_trip_weighted_flops(module: hlo_pb2.HloModuleProto, flops) -> float:
+    """XLA's cost of one execution with each loop run its ``known_trip_count`` times (once
+    when unknown): jaxlib's cost of the module, plus (trips - 1) x the cost of each while
+    body and condition (nested loops by their own trips, inside their outer loop's)."""
+    computations = {c.id: c for c in module.computations}
+
+    def cost(computation_id: int) -> float:
+        total = flops(_rooted(module, computation_id))
+        seen, todo = set(), [computation_id]
+        while todo:  # the loops this computation runs, not through another loop
+            c = todo.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            for instruction in computations[c].instructions:
+                if instruction.opcode != "while":
+                    todo.extend(instruction.called_computation_ids)
+                    continue
+                known = json.loads(instruction.backend_config or "{}").get("known_trip_count")
+                trips = int(known["n"]) if known else 1
+                condition, body = instruction.called_computation_ids
+                once = flops(_rooted(module, body)) + flops(_rooted(module, condition))
+                total += trips * (cost(body) + cost(condition)) - once
+        return total
+
+    return cost(module.entry_computation_id)
+
+
+def _raw_executions(path: Path) -> list[tuple[int, int, int]]:
+    """(program id, device ordinal, first op start) of each JAX execution (program, device,
+    run_id) of the raw op events."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    first: dict[tuple[int, int, int], int] = {}
+    for line in plane.lines:
+        for event in line.events:
+            stats = {names[s.metadata_id]: s.int64_value or s.uint64_value for s in event.stats}
+            if "hlo_op" in stats and "program_id" in stats:
+                key = (stats["program_id"], stats.get("device_ordinal", 0), stats["run_id"])
+                begin = line.timestamp_ns * 1000 + event.offset_ps
+                first[key] = min(first.get(key, begin), begin)
+    return [(p, d, t) for (p, d, _), t in first.items()]
+
+
+def _step_spans(path: Path) -> dict[int, tuple[int, int]]:
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    spans = {}
+    for line in plane.lines:
+        for event in line.events:
+            stats = {names[s.metadata_id]: s.int64_value for s in event.stats}
+            if "step_num" in stats:
+                begin = line.timestamp_ns * 1000 + event.offset_ps
+                spans[stats["step_num"]] = (begin, begin + event.duration_ps)
+    return spans
+
+
+@pytest.mark.parametrize(
+    "folder", ["new-producers/jax_sharded4_jit", "new-producers/jax_scan_lstm"]
+)
+def test_step_flops_are_jaxlibs_trip_weighted_cost_of_their_executions(shared_data, folder):
+    """Per step, and per device of the step: the executions whose first op starts in the
+    step's span, each costed by jaxlib's HloCostAnalysis with the loops' trip counts."""
+    flops = _jaxlib_flops()
+    path = _path(shared_data, folder)
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    (meta,) = [p for p in space.planes if p.name == "/host:metadata"]
+    names = {k: m.name for k, m in meta.stat_metadata.items()}
+    modules = {}
+    for event in meta.event_metadata.values():
+        for stat in event.stats:
+            if names[stat.metadata_id] == "Hlo Proto":
+                module = hlo_pb2.HloProto.FromString(stat.bytes_value).hlo_module
+                modules[module.id] = module
+    cost = {pid: xla_trip_weighted_flops(m, flops) for pid, m in modules.items()}
+    executions, spans = _raw_executions(path), _step_spans(path)
+    whole = analyze_file(path)
+    for device in [None, *whole.devices] if len(whole.devices) > 1 else [None]:
+        stats = whole if device is None else analyze_file(path, device=device)
+        database = build_database(stats)
+        steps = [
+            r for r in database.roofline_model_record
+            if r.include_infeed_outfeed and r.record_type == PER_STEP and r.rank == 0
+        ]  # fmt: skip
+        assert [r.step_num for r in steps] == sorted(spans)
+        for step in steps:
+            begin, end = spans[step.step_num]
+            held = [p for p, d, t in executions if begin <= t < end and device in (None, d)]
+            assert held, step.step_num
+            oracle = sum(cost[p] for p in held)
+            # jax_sharded4_jit: 1 FLOP an execution above jaxlib's (of 339,017,728).
+            assert step.flops == pytest.approx(oracle, rel=1e-8), (device, step.step_num)
+    if folder.endswith("lstm"):
+        assert oracle == pytest.approx(LSTM_STEP_FLOPS, rel=1e-12)  # MANIFEST's figure
+
+
 def test_lstm_step_flops_are_xlas_cost_with_trip_counts(shared_data):
     path = _path(shared_data, "new-producers/jax_scan_lstm")
     program, ops, steps = _records(path)
@@ -243,3 +380,105 @@ def test_nested_while_counts_each_matmul_once(tmp_path):
         pytest.skip("this XLA unrolled the loops")
     for row in loops:  # the outer loop once a step, the inner one 3 times: 12 matmuls a step
         assert row.flops == pytest.approx(matmuls * len(steps), rel=1e-3), row.hlo_name
+
+
+# --- a generated call with one child ---------------------------------------------------------
+
+US_PS = 1_000_000
+
+
+def _call_profile(path: Path, steps: int = 2) -> Path:
+    """An XLA:CPU profile (as PyTorch/XLA writes one) whose program is ``call.1`` of a
+    computation holding one op, ``add.1``: the call's event on one thread, its child's on
+    another, inside it ([5, 95] us of the call's [0, 100] us), in ``train`` steps of 150 us."""
+    from test_hlo_cost import ModuleBuilder, shape
+
+    from tb_roofline_plugin.demo import write_profile
+    from tb_roofline_plugin.demo.xspace_builder import U64, Ref, plane
+
+    builder = ModuleBuilder("call_one_child")
+    callee = builder.computation("callee")
+    x = callee.param("x", shape("f32", 1024))
+    callee.op("add.1", "add", shape("f32", 1024), x, x)
+    entry = builder.computation("main", entry=True)
+    p0 = entry.param("p0", shape("f32", 1024))
+    entry.op("call.1", "call", shape("f32", 1024), p0, calls=[callee])
+    module = builder.proto
+    module.id = 7
+    space = xplane_pb2.XSpace(hostnames=["gen"])
+    metadata = plane(space, "/host:metadata")
+    meta = metadata.plane.event_metadata[module.id]
+    meta.id, meta.name = module.id, f"{module.name}({module.id})"
+    proto = hlo_pb2.HloProto(hlo_module=module).SerializeToString()
+    metadata.fill_stats(meta.stats, {"Hlo Proto": proto, "program_id": U64(module.id)})
+    host = plane(space, "/host:CPU", plane_id=1)
+    python, caller, worker = (
+        host.line("python"),
+        host.line("tf_XLAEigen/1"),
+        host.line("tf_XLAEigen/2"),
+    )
+    for step in range(steps):
+        base = step * 200 * US_PS
+        host.event(
+            python, host.event_metadata("train"), base, 150 * US_PS, {"_r": 1, "step_num": step}
+        )
+        for line, name, begin, duration in ((caller, "call.1", 0, 100), (worker, "add.1", 5, 90)):
+            stats = {"hlo_op": Ref(name), "hlo_module": Ref(module.name), "program_id": 7,
+                     "run_id": step + 1, "device_ordinal": 0}  # fmt: skip
+            host.event(
+                line, host.event_metadata(name), base + begin * US_PS, duration * US_PS, stats
+            )
+    return write_profile(path, space)
+
+
+def test_generated_call_with_one_child_counts_and_ranks_once(tmp_path):
+    path = _call_profile(tmp_path / "gen.xplane.pb")
+    program, ops, steps = _records(path)
+    by_name = {r.hlo_name: r for r in ops}
+    call, child = by_name["call.1"], by_name["add.1"]
+    # The call carries its child's work (1,024 FLOPs an execution), the Program counts it once.
+    assert call.flops == child.flops == 2 * 1024
+    assert program.flops == 2 * 1024
+    assert [s.flops for s in steps] == [1024, 1024]
+    # Its time is its span; its own time the 5 + 5 us its child leaves; the child ranks first.
+    assert call.total_time_in_us == pytest.approx(200.0)
+    assert call.total_self_time_in_us == pytest.approx(20.0)
+    assert child.total_self_time_in_us == pytest.approx(180.0)
+    assert child.rank < call.rank
+    assert call.total_self_time_in_us + child.total_self_time_in_us <= program.total_time_in_us
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "new-producers/jax_sharded4_jit",
+        "new-producers/jax_scan_lstm",
+        "new-producers/tf_keras_fit/train",
+        "new-producers/torch_lstm",
+        "field/tf_v100_bert/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb",
+    ],
+)
+def test_op_shares_are_of_the_devices_time_and_stay_within_it(shared_data, where):
+    """Every op's share of the Program time is at most 100 %, and so are the op self times
+    together (the kernels without an op too, on TensorFlow GPU)."""
+    target = shared_data / where
+    if target.is_file():
+        path = target
+    else:
+        found = sorted(target.glob("plugins/profile/*/*.xplane.pb")) or sorted(
+            target.glob("*.json")
+        )
+        path = found[0]
+    stats = analyze_file(path)
+    database = build_database(stats)
+    records = [r for r in database.roofline_model_record if r.include_infeed_outfeed]
+    ops = [r for r in records if r.record_type == ALL and r.rank > 0 and r.hlo_name != "IDLE"]
+    (program,) = [r for r in records if r.record_type == ALL and r.rank == 0]
+    assert program.total_time_in_us > 0
+    if ops:
+        assert max(r.total_time_in_percentage for r in ops) <= 1.0
+        assert sum(r.total_self_time_in_us for r in ops) <= program.total_time_in_us
+        assert sum(r.total_self_time_as_fraction for r in ops) <= 1.0 + 1e-12
+    if stats.unattributed is not None:
+        assert stats.unattributed.time_ps.sum() <= stats.all_db.total_time_ps
+    assert stats.run_env.device_core_count >= max(len(stats.devices), 1)

@@ -210,6 +210,11 @@ class OpStats:
     unattributed: OpMetricsDb | None = None
     notes: list[str] = field(default_factory=list)
     program_names: dict[int, str] = field(default_factory=dict)  # program id -> module name
+    # The host's devices that ran ops, by number (XLA:CPU device ordinals, the N of
+    # /device:GPU:N and /device:TPU:N): those a view can show one by one (none for several
+    # hosts combined, or a PyTorch trace). ``device``: the one shown, None for all.
+    devices: list[int] = field(default_factory=list)
+    device: int | None = None
     # PyTorch traces whose ops ran in modules: their rows split by module (None: the op
     # rows' own op_path is their layer, as for every XLA op)
     layer_split: LayerSplit | None = None

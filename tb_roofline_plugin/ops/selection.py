@@ -37,6 +37,43 @@ class BadStep(RooflineError):
     """A step value that is neither total, average nor a step number."""
 
 
+ALL_DEVICES = "all"
+
+
+class BadDevice(RooflineError):
+    """A device value that is not ``all`` or the number of one of the host's devices."""
+
+    status = 400
+
+
+def parse_device(value: str | None) -> int | None:
+    """``all`` (default: None) or a device number (XLA:CPU ``device_ordinal``, the N of
+    ``/device:GPU:N`` or ``/device:TPU:N``)."""
+    text = (value or ALL_DEVICES).strip().lower()
+    if text == ALL_DEVICES:
+        return None
+    if text.isascii() and text.isdigit():
+        return int(text)
+    raise BadDevice(f"device must be 'all' or a device number, not {value!r}")
+
+
+def check_device(device: int | None, devices: list[int]) -> None:
+    """BadDevice naming ``device`` unless it is None (all) or one of ``devices`` (those
+    of one host that ran ops)."""
+    if device is None or device in devices:
+        return
+    if not devices:
+        raise BadDevice(
+            f"no device {device} to show: one device is shown for one host of an XSpace "
+            "profile whose devices ran XLA ops"
+        )
+    if len(devices) <= _LISTED_AT_MOST:
+        known = f"devices: {', '.join(map(str, devices))}"
+    else:
+        known = numbered(devices, "device")
+    raise BadDevice(f"no device {device} on this host ({known})")
+
+
 @dataclass
 class Selection:
     label: str  # "total", "average" or the step number as text

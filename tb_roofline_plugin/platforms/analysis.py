@@ -16,6 +16,7 @@ from ..hlo.modules import program_modules, program_names
 from ..metadata import PARALLEL_MIN_MB
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
+from ..ops.selection import check_device
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import file_head, host_name, is_trace_file
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
@@ -48,8 +49,11 @@ NO_PEAKS = (
 )
 
 
-def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -> OpStats:
-    """OpStats of one host. ``peaks`` (user/table/calibration) replace the profile's.
+def analyze_profile(
+    profile: Profile, host: str, peaks: PerfEnv | None = None, device: int | None = None
+) -> OpStats:
+    """OpStats of one host. ``peaks`` (user/table/calibration) replace the profile's;
+    ``device`` (None: all) keeps one of its devices (``OpStats.devices``; BadDevice else).
 
     Each platform's reader is imported when a profile needs it (a command's start-up).
     """
@@ -57,17 +61,17 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
         from .gpu import gpu_op_stats
 
         modules, problems = program_modules(profile)
-        stats = gpu_op_stats(profile, host, modules)
+        stats = gpu_op_stats(profile, host, modules, device)
         stats.notes.extend(problems)
     elif profile.planes_matching(TPU_CORE_PLANE):
         from .tpu import tpu_op_stats
 
-        stats = tpu_op_stats(profile, host)
+        stats = tpu_op_stats(profile, host, device)
     else:
         from .cpu import cpu_op_stats
 
         modules, problems = program_modules(profile)
-        stats = cpu_op_stats(profile, host, modules, peaks)
+        stats = cpu_op_stats(profile, host, modules, peaks, device)
         stats.notes.extend(problems)
         if stats.run_env.active_core_count == 0 and stats.steps:
             stats.diagnostics.info.append(
@@ -101,34 +105,42 @@ def analyze_profile(profile: Profile, host: str, peaks: PerfEnv | None = None) -
     return stats
 
 
-def analyze_bytes(data: bytes, path: str, peaks: PerfEnv | None = None) -> OpStats:
+def analyze_bytes(
+    data: bytes, path: str, peaks: PerfEnv | None = None, device: int | None = None
+) -> OpStats:
     """OpStats of a profile's bytes; malformed content is a ProfileError naming ``path``.
 
     Values no real profile has (overflowing times or shapes, undecodable nested messages)
     surface from deep in the analysis as ValueError/OverflowError/DecodeError; they are the
     file's problem, so they become one-line ProfileErrors here.
     """
-    return analyze_decoded(decode_profile(data, path), path, peaks)
+    return analyze_decoded(decode_profile(data, path), path, peaks, device)
 
 
-def analyze_decoded(profile: Profile, path: str, peaks: PerfEnv | None = None) -> OpStats:
+def analyze_decoded(
+    profile: Profile, path: str, peaks: PerfEnv | None = None, device: int | None = None
+) -> OpStats:
     """``analyze_profile`` with malformed content as a one-line ProfileError naming ``path``."""
     try:
-        return analyze_profile(profile, host_name(path), peaks)
+        return analyze_profile(profile, host_name(path), peaks, device)
     except (ValueError, OverflowError, ArithmeticError, DecodeError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ProfileError(path, f"malformed profile content ({detail})") from None
 
 
-def analyze_file(path: str | os.PathLike, peaks: PerfEnv | None = None) -> OpStats:
+def analyze_file(
+    path: str | os.PathLike, peaks: PerfEnv | None = None, device: int | None = None
+) -> OpStats:
     """OpStats of a local file, an XSpace profile or a PyTorch profiler trace (by its name,
-    else by its first bytes); an XSpace file's bytes are let go as soon as the lines are read."""
+    else by its first bytes); an XSpace file's bytes are let go as soon as the lines are read.
+    ``device``: one of the host's devices (None: all; a PyTorch trace has no choice)."""
     if is_trace_file(path, file_head(path)):
+        check_device(device, [])
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
         return analyze_trace(path, peaks)
     profile = read_profile(path, release_lines=True)
-    return analyze_decoded(profile, os.fspath(path), peaks)
+    return analyze_decoded(profile, os.fspath(path), peaks, device)
 
 
 def analyze_files(

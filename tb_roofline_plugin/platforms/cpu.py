@@ -17,6 +17,7 @@ import numpy as np
 
 from ..arrays import unique
 from ..hlo.cost.engine import ModuleCosts
+from ..ops.busy_shares import busy_shares, union_pieces
 from ..ops.op_metrics import (
     HBM,
     READ,
@@ -24,10 +25,10 @@ from ..ops.op_metrics import (
     OpMetricsDb,
     empty_columns,
     nested_in_earlier,
-    self_times,
     with_idle,
 )
 from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.selection import check_device
 from ..ops.step_ops import StepOps, cells, step_ops
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import numbered
@@ -59,7 +60,7 @@ class HostEvents:
 
     op_begin: np.ndarray
     op_end: np.ndarray
-    op_self: np.ndarray
+    op_self: np.ndarray  # share of its device's busy time (``busy_shares``), set by cpu_op_stats
     op: np.ndarray  # int64 per event: its op, numbered in order of first appearance
     op_keys: list[tuple[int, str]]  # (program id, instruction name) of each op
     steps: list[tuple[int, int, int]]  # (step number, begin, end)
@@ -74,12 +75,23 @@ class HostEvents:
     device_ordinals: list[int] = field(default_factory=lambda: [0])
     op_event_end: np.ndarray = field(default_factory=lambda: _NO_I64)  # without its end event
 
+    @property
+    def device_codes(self) -> np.ndarray:
+        """Each op event's device (0..k-1), zeros when the profile names none."""
+        return self.op_device if len(self.op_device) else np.zeros(len(self.op), np.int64)
+
+    def on_device(self, chosen: int | None) -> np.ndarray:
+        """Per op event: does it run on device ``chosen`` (0..k-1; None: any)?"""
+        if chosen is None:
+            return np.ones(len(self.op), bool)
+        return self.device_codes == chosen
+
     def device_spans(self, window: tuple[int, int] | None = None) -> np.ndarray:
         """Last end - first start of each device's op events (ps); ``window`` (the steps'
         first start and last end) widens each device's span that ran, as a step on it is
         widened to its host span, so the Total holds the steps."""
         count = len(self.device_ordinals)
-        device = self.op_device if len(self.op_device) else np.zeros(len(self.op), np.int64)
+        device = self.device_codes
         first = np.full(count, np.iinfo(np.int64).max)
         last = np.full(count, np.iinfo(np.int64).min)
         np.minimum.at(first, device, self.op_begin)
@@ -149,7 +161,7 @@ def flight_ends(
 
 
 def read_host_events(plane: Plane) -> HostEvents:
-    begins, ends, flows, has_flows, lengths = [], [], [], [], []
+    begins, ends, flows, has_flows = [], [], [], []
     programs, runs, has_runs, roots, devices = [], [], [], [], []
     flow_ids, flow_end, execute, schedule = [], [], [], []
     hlo_ops = StringCodes()
@@ -182,7 +194,6 @@ def read_host_events(plane: Plane) -> HostEvents:
         ends.append(table.end_ps[ops])
         flows.append(flow[ops])
         has_flows.append(has_flow[ops])
-        lengths.append(len(ops))
         programs.append(program[ops].astype(np.uint64))
         has_run, run = table.integers(ids.get("run_id"))
         runs.append(run[ops])
@@ -202,13 +213,6 @@ def read_host_events(plane: Plane) -> HostEvents:
         np.concatenate(flow_ids),
         np.concatenate(flow_end),
     )
-    # Nesting and self time follow from the ops' whole spans, line by line; spans of
-    # concurrent asynchronous ops can overlap, so a self time never goes below zero.
-    lines = np.cumsum(lengths)[:-1]
-    op_self = [
-        np.maximum(self_times(b, e), 0)
-        for b, e in zip(np.split(op_begin, lines), np.split(op_end, lines))
-    ]
     executes = np.concatenate(execute, axis=1)
     executes = executes[:, np.argsort(executes[0], kind="stable")]
     executes = executes[:, ~nested_in_earlier(executes[0], executes[1])]
@@ -226,7 +230,7 @@ def read_host_events(plane: Plane) -> HostEvents:
     return HostEvents(
         op_begin=op_begin,
         op_end=op_end,
-        op_self=np.concatenate(op_self),
+        op_self=np.zeros(len(op_begin), np.int64),  # busy shares, once spans are final
         op=op.astype(np.int64),
         op_keys=op_keys,
         steps=steps,
@@ -240,33 +244,23 @@ def read_host_events(plane: Plane) -> HostEvents:
     )
 
 
-def _covered_ps(group: np.ndarray, begin: np.ndarray, end: np.ndarray, count: int) -> np.ndarray:
-    """Per group (0..count-1), the time the union of its spans covers; spans sorted by
-    (group, begin), ends no later than the group's next spans begin (nested work stays
-    inside its container's span; containers of one op on one device do not overlap)."""
-    reach = np.maximum.accumulate(end) if len(end) else end
-    before = np.concatenate([[np.iinfo(np.int64).min], reach[:-1]])
-    first = np.ones(len(group), bool)
-    first[1:] = group[1:] != group[:-1]
-    before = np.where(first, begin, before)
-    covered = np.maximum(end - np.maximum(begin, before), 0)
-    return np.bincount(group, covered, minlength=count).astype(np.int64)
-
-
-def control_flow_spans(events: HostEvents, modules: dict[int, ModuleCosts]) -> None:
-    """Spans and self times of control-flow ops (``while``, ``call``, ...) from the ops
-    they run, in place.
+def control_flow_spans(
+    events: HostEvents, modules: dict[int, ModuleCosts]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Spans of control-flow ops (``while``, ``call``, ...) from the ops they run, in
+    place; returns the parts of their spans their nested ops cover (event, begin, end).
 
     XLA:CPU records a container and the ops it runs as separate op events, the nested ones
     often on other threads or ending after it, so nesting on a line misses them: the loop
     and its body would both hold the same time. A nested op belongs to the container
     event of its program and device whose flight holds its start. The container ends
     when its own event or its last nested op ends (its ``end:`` event can come much
-    later, while the ops after the loop run); its self time is the part of its span no
-    nested op covers (between iterations). One pass per distinct container op.
+    later, while the ops after the loop run); the parts of its span no nested op covers
+    (between iterations) are its own (``busy_shares``). One pass per distinct container op.
     """
+    owners, begins, ends = [_NO_I64], [_NO_I64], [_NO_I64]
     if not len(events.op):
-        return
+        return _NO_I64, _NO_I64, _NO_I64
     device = events.op_device if len(events.op_device) else np.zeros(len(events.op), np.int64)
     own_end = events.op_event_end if len(events.op_event_end) else events.op_end
     for row, (program, name) in enumerate(events.op_keys):
@@ -302,9 +296,13 @@ def control_flow_spans(events: HostEvents, modules: dict[int, ModuleCosts]) -> N
         begin = np.maximum(events.op_begin[nested], c_begin[group])
         end = np.minimum(events.op_end[nested], c_end[group])
         sort = np.lexsort((begin, group))
-        covered = _covered_ps(group[sort], begin[sort], end[sort], len(order))
+        sort = sort[end[sort] > begin[sort]]
+        piece, piece_begin, piece_end = union_pieces(group[sort], begin[sort], end[sort])
         events.op_end[order] = c_end
-        events.op_self[order] = np.maximum(c_end - c_begin - covered, 0)
+        owners.append(order[piece])
+        begins.append(piece_begin)
+        ends.append(piece_end)
+    return np.concatenate(owners), np.concatenate(begins), np.concatenate(ends)
 
 
 def cpu_ops(
@@ -373,15 +371,25 @@ def cpu_ops(
 
 
 def cpu_op_stats(
-    profile: Profile, host: str, modules: dict[int, ModuleCosts], peaks: PerfEnv | None
+    profile: Profile,
+    host: str,
+    modules: dict[int, ModuleCosts],
+    peaks: PerfEnv | None,
+    device: int | None = None,
 ) -> OpStats:
+    """OpStats of the host's XLA:CPU ops; ``device`` (a ``device_ordinal``; None: all
+    devices) keeps one device's ops, steps and time. Spans, executions and busy shares are
+    found with every device's events first, so the devices' figures add up to all of them."""
     plane = profile.plane(HOST_PLANE)
     events = read_host_events(plane) if plane is not None else None
     profile.done_reading()
-    if events is not None:
-        control_flow_spans(events, modules)
     count = len(events.op) if events is not None else 0
-    devices = len(events.device_ordinals) if events is not None else 1
+    devices = list(events.device_ordinals) if events is not None and count else []
+    check_device(device, devices)
+    chosen = None if device is None else devices.index(device)
+    if events is not None:
+        hidden = control_flow_spans(events, modules)
+        events.op_self = busy_shares(events.op_begin, events.op_end, events.device_codes, hidden)
     if events is not None and count:
         # Device time, summed over the devices; steps claimed by span widen it (a PyTorch/XLA
         # step's host span is tracing: its time is its executions').
@@ -390,38 +398,44 @@ def cpu_op_stats(
         window = None
         if events.steps and not deferred:
             window = (min(b for _, b, _ in events.steps), max(e for _, _, e in events.steps))
-        span = int(events.device_spans(window).sum())
-        whole, missing = cpu_ops(events, modules, np.zeros(count, np.int64), [span])
+        spans = events.device_spans(window)
+        span = int(spans.sum()) if chosen is None else int(spans[chosen])
+        group = np.where(events.on_device(chosen), 0, -1)
+        whole, missing = cpu_ops(events, modules, group, [span])
         all_db = whole.db(0)
     else:  # no XLA ops: the profile's time is that of its steps, if it has any
         steps = events.steps if events is not None else []
         span = max((e for _, _, e in steps), default=0) - min((b for _, b, _ in steps), default=0)
         all_db = with_idle(OpMetricsDb(**empty_columns(0), total_time_ps=span))
         missing = None
+    cores = max(len(devices), 1) if chosen is None else 1
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
             hardware_type="CPU",
             device_type=CPU_DEVICE_TYPE,
-            device_core_count=devices,
-            active_core_count=devices if count else 0,
+            device_core_count=cores,
+            active_core_count=cores if count else 0,
         ),
         perf_env=peaks or PerfEnv(source="none"),
         all_db=all_db,
         unattributed=missing,
+        devices=devices,
+        device=device,
     )
     if events is not None and events.steps:
         stats.has_step_markers = True
-        stats.steps, warnings = cpu_steps(events, modules)
+        stats.steps, warnings = cpu_steps(events, modules, chosen)
         stats.diagnostics.warnings.extend(warnings)
     return stats
 
 
 def cpu_steps(
-    events: HostEvents, modules: dict[int, ModuleCosts]
+    events: HostEvents, modules: dict[int, ModuleCosts], chosen: int | None = None
 ) -> tuple[list[StepInfo], list[str]]:
     """One StepInfo per step root, holding the executions it claims (``cpu_executions``);
-    and the warnings about executions no step claims and steps without an execution."""
+    and the warnings about executions no step claims and steps without an execution.
+    ``chosen``: the index of the one device kept (None: all)."""
     starts = np.array([b for _, b, _ in events.steps], np.int64)
     ends = np.array([e for _, _, e in events.steps], np.int64)
     numbers = [num for num, _, _ in events.steps]
@@ -435,10 +449,13 @@ def cpu_steps(
     executions = claim_executions(
         of_op, events.op_begin, events.op_end, starts, ends, events.marks, device
     )
-    durations, held = step_times(executions, starts, ends)
-    ops, _ = cpu_ops(events, modules, executions.step[of_op], durations.tolist())
+    durations, held = step_times(executions, starts, ends, chosen)
+    group = np.where(events.on_device(chosen), executions.step[of_op], -1)
+    ops, _ = cpu_ops(events, modules, group, durations.tolist())
     warnings = []
     unclaimed = executions.unclaimed
+    if chosen is not None and executions.device is not None:
+        unclaimed = unclaimed & (executions.device == chosen)
     if unclaimed.any():
         spans = executions.last_ps[unclaimed] - executions.first_ps[unclaimed]
         warnings.append(

@@ -144,9 +144,14 @@ def claim_executions(
     return Executions(of_op, first, last, step, deferred, device)
 
 
-def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndarray):
-    """Device time (ps) of each step, summed over its devices, and how many executions
-    it holds.
+def step_times(
+    executions: Executions,
+    step_begin: np.ndarray,
+    step_end: np.ndarray,
+    only: int | None = None,
+):
+    """Device time (ps) of each step, summed over its devices (``only``: on that device,
+    0..k-1), and how many executions it holds (there).
 
     On each device that ran in it, a step claimed by span runs from the earlier of its
     start and its first op to the later of its end and its last op (as GPU steps do); a
@@ -156,10 +161,10 @@ def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndar
     count = len(step_begin)
     claimed = ~executions.unclaimed
     step = executions.step[claimed]
-    held = np.bincount(step, minlength=count)
     device = executions.device
     devices = int(device.max()) + 1 if device is not None and len(device) else 1
     on = device[claimed] if device is not None else np.zeros(len(step), np.int64)
+    held = np.bincount(step if only is None else step[on == only], minlength=count)
     cell = step * devices + on
     first = np.full(count * devices, np.iinfo(np.int64).max)
     last = np.full(count * devices, np.iinfo(np.int64).min)
@@ -183,5 +188,6 @@ def step_times(executions: Executions, step_begin: np.ndarray, step_end: np.ndar
         later[order] = previous
         begin = np.maximum(begin, later.ravel())
         end = np.maximum(end, begin)
-    time = np.where(ran, end - begin, 0).reshape(count, devices).sum(axis=1)
+    time = np.where(ran, end - begin, 0).reshape(count, devices)
+    time = time.sum(axis=1) if only is None else time[:, only]
     return np.where(held > 0, time, step_end - step_begin), held

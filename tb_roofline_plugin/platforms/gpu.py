@@ -26,6 +26,7 @@ from ..arrays import unique
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
 from ..ops.op_metrics import OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
+from ..ops.selection import check_device
 from ..ops.step_ops import Cells, StepOps, cells, step_ops, unnested_columns
 from ..peaks.device_rules import gpu_dtype_tflops, gpu_perf_env
 from ..peaks.perf_env import RunEnvironment
@@ -325,11 +326,16 @@ def _cell_sums(binned: Cells, values: np.ndarray, use: np.ndarray) -> np.ndarray
 
 
 def unattributed_db(
-    kernels: Kernels, op: np.ndarray, total_ps: int, derived: DerivedLines | None = None
+    kernels: Kernels,
+    op: np.ndarray,
+    total_ps: int,
+    derived: DerivedLines | None = None,
+    keep: np.ndarray | None = None,
 ) -> OpMetricsDb | None:
     """Kernels without an HLO op (ours: XProf leaves them out), by their TF op where a
-    ``TensorFlow Ops`` span on their GPU holds them, else by kernel name."""
-    rows = op < 0
+    ``TensorFlow Ops`` span on their GPU holds them, else by kernel name; ``keep``: only
+    these kernels (one GPU's)."""
+    rows = op < 0 if keep is None else (op < 0) & keep
     if not rows.any():
         return None
     kernel_key = kernels.kernel[rows].astype(np.int64)
@@ -361,7 +367,12 @@ def _spans(kernels: Kernels, planes: int) -> np.ndarray:
     return np.where(last >= first, last - first, 0)
 
 
-def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -> OpStats:
+def gpu_op_stats(
+    profile: Profile, host: str, modules: dict[int, ModuleCosts], device: int | None = None
+) -> OpStats:
+    """OpStats of the host's GPUs; ``device`` (the N of ``/device:GPU:N``, None: all) keeps
+    one GPU's kernels, steps and time. Ops, executions and steps are found with every GPU's
+    kernels first, so the GPUs' figures add up to all of them."""
     planes = profile.planes_matching(GPU_PLANE)
     with_stats = [p for p in planes if p.stats] or planes
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
@@ -373,20 +384,28 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     profile.done_reading()
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
-    total = int(spans.sum())
+    numbers = [int(m.group(1)) for p in planes if (m := GPU_PLANE.match(p.name))]
+    devices = [n for n, span in zip(numbers, spans.tolist()) if span > 0]
+    check_device(device, devices)
+    only = None if device is None else numbers.index(device)
+    keep = None if only is None else kernels.plane == only
+    total = int(spans.sum()) if only is None else int(spans[only])
     starts = execution_starts(kernels, op)
-    whole = aggregate(kernels, op, table, np.zeros(len(op), np.int64), np.array([total]), starts)
+    group = np.zeros(len(op), np.int64) if keep is None else np.where(keep, 0, -1)
+    whole = aggregate(kernels, op, table, group, np.array([total]), starts)
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
             hardware_type="GPU",
             device_type=device_type,
-            device_core_count=len(planes),
-            active_core_count=int((spans > 0).sum()),
+            device_core_count=len(planes) if only is None else 1,
+            active_core_count=int((spans > 0).sum()) if only is None else int(spans[only] > 0),
         ),
         perf_env=perf_env,
         all_db=whole.db(0),
-        unattributed=unattributed_db(kernels, op, total, derived),
+        unattributed=unattributed_db(kernels, op, total, derived, keep),
+        devices=devices,
+        device=device,
     )
     unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
     stats.notes.extend(
@@ -394,7 +413,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     )
     if markers.steps:
         stats.has_step_markers = True
-        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts)
+        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts, only)
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         if unclaimed[0]:
             stats.notes.append(
@@ -403,7 +422,7 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
             )
     elif len(derived.step_begin):
         stats.has_step_markers = True
-        stats.steps = device_steps(kernels, op, table, derived, len(planes), starts)
+        stats.steps = device_steps(kernels, op, table, derived, len(planes), starts, only)
         stats.diagnostics.info.append(DEVICE_STEPS_INFO)
     return stats
 
@@ -439,6 +458,7 @@ def gpu_steps(
     markers: HostMarkers,
     planes: int,
     execution_start: np.ndarray | None = None,
+    only: int | None = None,
 ) -> tuple[list[StepInfo], tuple[int, int]]:
     """Steps from host step roots: a kernel belongs to the step its launch is in.
 
@@ -446,8 +466,9 @@ def gpu_steps(
     to the later of the step's end and its last kernel, summed over the GPUs that ran
     kernels in it; a step with a launch whose kernel never ran, or a graph launch only part
     of whose kernels ran (the profile stopped: ``cut_graph_launches``), is incomplete.
-    ``execution_start``: ``execution_starts`` of the kernels, when known.
-    Returns the steps and the (count, ps) of kernels no step claims.
+    ``execution_start``: ``execution_starts`` of the kernels, when known; ``only``: the
+    one GPU kept (its plane index; None: all). Returns the steps and the (count, ps) of
+    kernels no step claims.
     """
     starts = np.array([b for _, b, _ in markers.steps], np.int64)
     ends = np.array([e for _, _, e in markers.steps], np.int64)
@@ -461,10 +482,12 @@ def gpu_steps(
     claimed[claimed] &= launch[claimed] < ends[step[claimed]]
     step = np.where(claimed, step, -1)
     del slot, launched, launch  # per-kernel temporaries: memory for what follows
+    if only is not None:
+        step = np.where(kernels.plane == only, step, -1)
     count = len(starts)
     used = np.zeros(count * planes, bool)  # a GPU counts in a step where it ran kernels
     totals = _step_totals(
-        kernels, step, np.repeat(starts, planes), np.repeat(ends, planes), used, planes
+        kernels, step, np.repeat(starts, planes), np.repeat(ends, planes), used, planes, only
     )
     ops = aggregate(kernels, op, table, step, totals, execution_start)
     # A launch inside a step whose kernel is not in the profile makes the step incomplete,
@@ -476,7 +499,7 @@ def gpu_steps(
     missing = np.bincount(launch_step[inside & ~ran], minlength=count)
     numbers = [num for num, _, _ in markers.steps]
     steps = table_steps(ops, numbers, missing == 0, (ends - starts).tolist())
-    unclaimed = ~claimed
+    unclaimed = ~claimed if only is None else ~claimed & (kernels.plane == only)
     return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))
 
 
@@ -487,10 +510,12 @@ def _step_totals(
     span_end: np.ndarray,
     used: np.ndarray,
     planes: int,
+    only: int | None = None,
 ) -> np.ndarray:
-    """Device time per step, summed over GPUs: per (step, GPU) cell (``step * planes +
-    plane``), from the earlier of the cell's span start and its first kernel to the later
-    of the span end and its last kernel, where the GPU ran kernels in the step or ``used``.
+    """Device time per step, summed over GPUs (``only``: of that plane): per (step, GPU)
+    cell (``step * planes + plane``), from the earlier of the cell's span start and its
+    first kernel to the later of the span end and its last kernel, where the GPU ran
+    kernels in the step or ``used``.
     """
     claimed = step >= 0
     count = len(span_begin) // max(planes, 1)
@@ -502,7 +527,8 @@ def _step_totals(
     used = used | (last >= first)
     first = np.minimum(first, span_begin)
     last = np.maximum(last, span_end)
-    return np.where(used, last - first, 0).reshape(count, planes).sum(axis=1)
+    time = np.where(used, last - first, 0).reshape(count, planes)
+    return time.sum(axis=1) if only is None else time[:, only]
 
 
 def device_steps(
@@ -512,9 +538,11 @@ def device_steps(
     derived: DerivedLines,
     planes: int,
     execution_start: np.ndarray | None = None,
+    only: int | None = None,
 ) -> list[StepInfo]:
     """Steps from the GPUs' ``Steps`` lines: the events of one number on all GPUs are one
-    step; a kernel belongs to the step whose span on its GPU holds its start."""
+    step; a kernel belongs to the step whose span on its GPU holds its start. ``only``:
+    the one GPU kept (its plane index; None: all)."""
     distinct, inverse = np.unique(derived.step_number, return_inverse=True)
     inverse = inverse.ravel()
     earliest = np.full(len(distinct), np.iinfo(np.int64).max)
@@ -526,6 +554,8 @@ def device_steps(
     span = held_by(kernels.plane, kernels.begin_ps, kernels.begin_ps, derived.step_plane,
                    derived.step_begin, derived.step_end)  # fmt: skip
     step = np.where(span >= 0, index[np.maximum(span, 0)], -1)
+    if only is not None:
+        step = np.where(kernels.plane == only, step, -1)
     count = len(numbers)
     cell = index * planes + derived.step_plane
     span_begin = np.full(count * planes, np.iinfo(np.int64).max)
@@ -533,7 +563,8 @@ def device_steps(
     np.minimum.at(span_begin, cell, derived.step_begin)
     np.maximum.at(span_end, cell, derived.step_end)
     used = span_end >= span_begin
-    totals = _step_totals(kernels, step, span_begin, span_end, used, planes)
+    totals = _step_totals(kernels, step, span_begin, span_end, used, planes, only)
     ops = aggregate(kernels, op, table, step, totals, execution_start)
-    wall = np.where(used, span_end - span_begin, 0).reshape(count, planes).max(axis=1)
+    wall = np.where(used, span_end - span_begin, 0).reshape(count, planes)
+    wall = wall.max(axis=1) if only is None else wall[:, only]
     return table_steps(ops, numbers, np.ones(count, bool), wall)

@@ -15,6 +15,7 @@ import numpy as np
 from ..arrays import unique
 from ..ops.op_metrics import MEMORY_SPACES, empty_columns, self_times
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
+from ..ops.selection import check_device
 from ..ops.step_ops import StepOps, part_cells, step_ops
 from ..peaks.device_rules import tpu_dtype_tflops
 from ..peaks.perf_env import RunEnvironment, tpu_perf_env
@@ -288,24 +289,45 @@ def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) 
     return (first and begin == int(core.begin_ps.min())) or (last and end == int(core.end_ps.max()))
 
 
-def tpu_op_stats(profile: Profile, host: str) -> OpStats:
+def tpu_op_stats(profile: Profile, host: str, device: int | None = None) -> OpStats:
+    """OpStats of the host's TensorCores; ``device`` (the N of ``/device:TPU:N``, None: all)
+    keeps one core (each core's ops and steps are its own: the cores add up to all)."""
     planes = profile.planes_matching(TPU_CORE_PLANE)
     perf_env, device_type = tpu_perf_env(planes[0])
     perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
     cores = [core_ops(plane) for plane in planes]
     profile.done_reading()
+    numbers = [_core_number(plane.name) for plane in planes]
+    devices = [n for n, c in zip(numbers, cores) if len(c.begin_ps)]
+    check_device(device, devices)
+    core_count = len(planes)
+    if device is not None:
+        cores, core_count = [cores[numbers.index(device)]], 1
     run_env = RunEnvironment(
         hardware_type="TPU",
         device_type=device_type,
-        device_core_count=len(planes),
+        device_core_count=core_count,
         active_core_count=sum(1 for c in cores if len(c.begin_ps)),
     )
     all_db = windowed_ops([c for c in cores if len(c.begin_ps)]).db(0)
-    stats = OpStats(hosts=[host], run_env=run_env, perf_env=perf_env, all_db=all_db)
+    stats = OpStats(
+        hosts=[host],
+        run_env=run_env,
+        perf_env=perf_env,
+        all_db=all_db,
+        devices=devices,
+        device=device,
+    )
     stats.has_step_markers = any(c.steps for c in cores)
     stats.steps = _intersect_steps([c for c in cores if c.steps])
     stats.diagnostics = Diagnostics()
     return stats
+
+
+def _core_number(plane_name: str) -> int:
+    """N of ``/device:TPU:N``."""
+    match = TPU_CORE_PLANE.match(plane_name)
+    return int(match.group(1)) if match else -1
 
 
 def _intersect_steps(cores: list[CoreOps]) -> list[StepInfo]:

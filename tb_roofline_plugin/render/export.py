@@ -101,6 +101,9 @@ def device_summary(stats: OpStats) -> dict:
         "has_cmem": env.has_cmem,
         "peaks_source": env.source if env.known else "none",
         "dtype_peak_gflops": {k: 1000.0 * v for k, v in env.dtype_tflops.items()},
+        # The host's devices a view can show one by one (``device=N``), and the one shown.
+        "devices": list(stats.devices),
+        "selected_device": stats.device,
     }
 
 

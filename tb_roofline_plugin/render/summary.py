@@ -147,6 +147,12 @@ def _device_lines(device: dict) -> list[str]:
     unit = CORE_UNITS.get(device["hardware_type"], "core")
     count = device["device_core_count"]
     cores = f"{count:,} {unit}{'' if count == 1 else 's'}"
+    if device.get("selected_device") is not None:
+        shown = len(device["devices"])
+        cores = (
+            f"{unit} {device['selected_device']} only (1 of {shown:,} "
+            f"{unit}{'' if shown == 1 else 's'} with ops)"
+        )
     if not device["peaks_known"]:
         return [
             f"device: {kind}, {cores}; no peaks known: no roofs, bound or efficiency; OI is "

@@ -7,6 +7,7 @@ import os
 from ..errors import ProfileError, UnreadableProfile
 from ..files import DEFAULT_MAX_BYTES
 from ..ops.op_stats import OpStats
+from ..ops.selection import check_device
 from ..platforms.analysis import analyze_decoded
 from ..xspace.discovery import SNIFF_BYTES, filesystem, is_trace_file
 from ..xspace.profile_reader import decode_profile
@@ -14,11 +15,15 @@ from . import stats_store
 
 
 def convert_file(
-    path: str, peaks: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str,
+    peaks: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    device: int | None = None,
 ) -> OpStats:
     """OpStats of one host's file, ``<host>.xplane.pb`` or a PyTorch trace (local or
     remote), the file and a trace's unpacked text at most ``max_bytes``; ProfileError for
-    bad input (a FIFO or a device is refused unopened)."""
+    bad input (a FIFO or a device is refused unopened). ``device``: one of the host's
+    devices (None: all)."""
     fs = filesystem(path)
     perf_env = None
     if peaks:
@@ -30,13 +35,14 @@ def convert_file(
     except OSError as exc:
         raise UnreadableProfile(path, f"cannot be read ({exc.strerror or exc})") from None
     if is_trace_file(path, data[:SNIFF_BYTES]):
+        check_device(device, [])
         from ..kineto import analyze_trace  # only for PyTorch traces: not imported otherwise
 
         return analyze_trace(path, perf_env, data, max_bytes)
     profile = decode_profile(data, path)  # the bytes live in the profile only
     del data
     profile.release_lines = True
-    return analyze_decoded(profile, path, perf_env)
+    return analyze_decoded(profile, path, perf_env, device)
 
 
 def convert_or_none(

@@ -195,7 +195,10 @@ class RooflinePlugin(base_plugin.TBPlugin):
     @_route
     def _steps_route(self, request):
         args = request.args
-        return self._json(request, lambda: self._service.steps(args.get("run"), args.get("host")))
+        return self._json(
+            request,
+            lambda: self._service.steps(args.get("run"), args.get("host"), args.get("device")),
+        )
 
     @_route
     def _data_route(self, request):
@@ -209,6 +212,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
                 args.get("format"),
                 args.get("step"),
                 args.get("peaks"),
+                args.get("device"),
             ),
         )
 
@@ -247,7 +251,11 @@ class RooflinePlugin(base_plugin.TBPlugin):
         args = request.args
         try:
             text, name = self._service.data_csv(
-                args.get("run"), args.get("host"), args.get("tag"), args.get("peaks")
+                args.get("run"),
+                args.get("host"),
+                args.get("tag"),
+                args.get("peaks"),
+                args.get("device"),
             )
         except RooflineError as exc:
             return self._error(request, exc)

@@ -21,7 +21,7 @@ from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
 from ..ops.op_stats import OpStats, combine_hosts, step_nbytes
-from ..ops.selection import TOTAL, BadStep, parse_step, select
+from ..ops.selection import TOTAL, BadStep, check_device, parse_device, parse_step, select
 from ..peaks.perf_env import PerfEnv
 from ..platforms.analysis import READERS, WorkerPool, default_start_method, shared_in_order
 from ..protos import roofline_model_pb2
@@ -285,7 +285,14 @@ class RooflineService:
                 raise BadPeaks(f"--roofline_peaks: {message}") from None
         return self._peaks
 
-    def _host_result(self, fs: discovery._Fs, host: discovery.HostFile) -> tuple[Result, tuple]:
+    def _host_result(
+        self, fs: discovery._Fs, host: discovery.HostFile, device: int | None = None
+    ) -> tuple[Result, tuple]:
+        """A host's converted result and its cache key; ``device`` (None: all) one of its
+        devices, converted on its own once the host's result says it has it (BadDevice)."""
+        if device is not None:
+            whole, _ = self._host_result(fs, host)
+            check_device(device, whole.stats.devices)
         try:
             size, mtime = fs.stat(host.path)
             mode = fs.mode(host.path)
@@ -299,17 +306,19 @@ class RooflineService:
                 f"{host.path}: {size / 1e6:.1f} MB is larger than --roofline_max_file_mb="
                 f"{self.max_file_bytes / 1e6:g}; not loaded"
             )
-        key = ("host", host.path, size, mtime)
+        key: tuple = ("host", host.path, size, mtime)
+        if device is not None:
+            key = ("device", device, key)
 
         def convert() -> Result | Transient:
             self.peaks()  # a bad --roofline_peaks is the server's problem, said once
             stats = None
-            if self.cache_dir:
+            if self.cache_dir and device is None:
                 store_key = stats_store.cache_key(host.path, size, mtime, self.peaks_spec)
                 stats = stats_store.load(self.cache_dir, store_key)
             if stats is None:
                 try:
-                    stats = convert_file(host.path, self.peaks_spec, self.max_file_bytes)
+                    stats = convert_file(host.path, self.peaks_spec, self.max_file_bytes, device)
                 except UnreadableProfile as exc:
                     raise DoNotCache(exc) from None
                 except FileTooLarge as exc:  # a gzip's unpacked text, or a file that grew
@@ -437,20 +446,37 @@ class RooflineService:
 
         return self.cache.get(peaks_key, judge, Result.size_bytes), peaks_key
 
-    def result(self, run: str | None, host: str | None, peaks: str | None = None) -> Result:
+    def result(
+        self,
+        run: str | None,
+        host: str | None,
+        peaks: str | None = None,
+        device: str | None = None,
+    ) -> Result:
         """The converted selection: one host, or all hosts of the run combined; ``peaks``
-        (see ``peaks_choice``) judges it by other peaks."""
-        return self._selected(run, host, peaks)[0]
+        (see ``peaks_choice``) judges it by other peaks; ``device`` (``all`` or a device
+        number, see ``OpStats.devices``) shows one device of one host."""
+        return self._selected(run, host, peaks, device)[0]
 
     def _selected(
-        self, run: str | None, host: str | None, peaks: str | None = None
+        self,
+        run: str | None,
+        host: str | None,
+        peaks: str | None = None,
+        device: str | None = None,
     ) -> tuple[Result, tuple]:
         """``result`` and its cache key."""
         files = self._host_files(run, host)
+        chosen = self._device(device)
+        if chosen is not None and len(files) > 1:
+            raise BadRequest(
+                f"device {chosen} is a device of one host; {ALL_HOSTS} combines "
+                f"{len(files):,} hosts: choose one"
+            )
         choice = self.peaks_choice(peaks)
         fs = discovery.filesystem(self.logdir)
         self._prefetch(fs, files)
-        parts = [self._judged(self._host_result(fs, f), choice) for f in files]
+        parts = [self._judged(self._host_result(fs, f, chosen), choice) for f in files]
         if len(parts) == 1:
             return parts[0]
         key = ("all", tuple(k for _, k in parts))
@@ -485,11 +511,14 @@ class RooflineService:
             raise Conflict(f"calibration is off: {self.calibrator.disabled}")
         return self.calibrator.start()
 
-    def steps(self, run: str | None, host: str | None) -> dict:
-        stats = self.result(run, host).stats
+    def steps(self, run: str | None, host: str | None, device: str | None = None) -> dict:
+        """The steps of a selection (of one device: its durations there), and the host's
+        devices a view can show one by one."""
+        stats = self.result(run, host, device=device).stats
         return {
             "has_step_markers": stats.has_step_markers,
             "steps": step_dicts(stats.steps),
+            "devices": list(stats.devices),
         }
 
     def data(
@@ -500,11 +529,12 @@ class RooflineService:
         fmt: str | None,
         step: str | None = None,
         peaks: str | None = None,
+        device: str | None = None,
     ) -> str:
         """The roofline of a selection as JSON text (``datatable`` or ``json``).
 
         ``step`` (json only) is ``total`` (default), ``average`` or a step number; ``peaks``
-        see ``peaks_choice``.
+        see ``peaks_choice``; ``device`` see ``result``.
         """
         self._check_tag(tag)
         fmt = optional_value("format", fmt) or "datatable"
@@ -513,7 +543,11 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        return self._payload(self._selected(run, host, peaks), fmt, chosen)
+        return self._payload(self._selected(run, host, peaks, device), fmt, chosen)
+
+    @staticmethod
+    def _device(device: str | None) -> int | None:
+        return parse_device(optional_value("device", device))
 
     @staticmethod
     def _step(step: str | None) -> str | int:
@@ -535,11 +569,16 @@ class RooflineService:
         return compare(*sides)
 
     def data_csv(
-        self, run: str | None, host: str | None, tag: str | None, peaks: str | None = None
+        self,
+        run: str | None,
+        host: str | None,
+        tag: str | None,
+        peaks: str | None = None,
+        device: str | None = None,
     ) -> tuple[str, str]:
         """(CSV text, download file name) of a selection, as XProf's ``data_csv``."""
         tag = self._check_tag(tag)
-        text = self._payload(self._selected(run, host, peaks), "csv")
+        text = self._payload(self._selected(run, host, peaks, device), "csv")
         return text, csv_file_name(tag, run or "", host or "")
 
     @staticmethod

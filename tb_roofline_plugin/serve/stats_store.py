@@ -30,7 +30,7 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
-FORMAT = "tb-roofline-stats/7"  # 7: ops' op_path, PyTorch's layer split (issue 23)
+FORMAT = "tb-roofline-stats/8"  # 8: ops' op_path, PyTorch's layer split (issue 23)
 _OBJECT_COLUMNS = ("name", "category", "source_file", "source_stack", "dtype", "op_path")
 
 
@@ -117,6 +117,8 @@ def dumps(stats: OpStats) -> bytes:
         "program_names": {str(k): v for k, v in stats.program_names.items()},
         "steps": [[int(s.step_num), bool(s.complete), int(s.duration_ps)] for s in stats.steps],
         "unattributed": stats.unattributed is not None,
+        "devices": [int(d) for d in stats.devices],
+        "device": stats.device,
         "layer_split": split is not None,
         "layer_split_steps": split is not None and bool(split.steps),
     }
@@ -147,6 +149,8 @@ def loads(data: bytes) -> OpStats:
             unattributed=_db_from("unattributed", npz) if meta["unattributed"] else None,
             notes=list(meta["notes"]),
             program_names={int(k): v for k, v in meta["program_names"].items()},
+            devices=[int(d) for d in meta["devices"]],
+            device=None if meta["device"] is None else int(meta["device"]),
             layer_split=split,
         )
 
