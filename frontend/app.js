@@ -255,6 +255,7 @@ export class App {
         host: state.host,
         step: state.step,
         peaks: state.peaks,
+        device: state.device,
       });
       const layersData = this.layers.data;
       this.setPeaksText(

@@ -168,7 +168,7 @@ export class LayersView {
     const token = ++this.token;
     this.sel = sel;
     this.selectedId = -1;
-    const label = selectionLabel(sel.run, sel.host, sel.step);
+    const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
     this.container.dataset.state = 'loading';
     this.purge();
     show(this.container, status('loading', `Loading the layers of ${label}…`));
@@ -176,7 +176,7 @@ export class LayersView {
     plotly.catch(() => {});
     let data;
     try {
-      data = await api.roofline(sel.run, sel.host, sel.step, sel.peaks);
+      data = await api.roofline(sel.run, sel.host, sel.step, sel.peaks, sel.device);
     } catch (err) {
       if (token !== this.token) return;
       this.container.dataset.state = 'error';

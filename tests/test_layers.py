@@ -164,6 +164,7 @@ def _program(stats, step: str) -> dict:
 
 SUM_CASES = [
     ("xprof/tpu_inference_2.xplane.pb", True),
+    ("xprof/tpu_inference_2.xplane.pb#1", True),  # one TensorCore of the host (--device 1)
     ("tracelens/jax08_attention/tw003.xplane.pb", True),
     (KERAS, False),  # XLA:CPU ops overlap on threads: self times exceed the wall time
     (QWEN, True),
@@ -175,13 +176,14 @@ SUM_CASES = [
 @pytest.mark.parametrize(("name", "timed_by_device"), SUM_CASES)
 def test_tree_sums_equal_the_program(shared_data, name, timed_by_device):
     """Total and, where there are steps, the first step and the average."""
+    name, _, device = name.partition("#")
     path = shared_data / name
     files = (
         sorted(path.rglob("*.xplane.pb")) + sorted(path.glob("*.json*"))
         if path.is_dir()
         else [path]
     )
-    stats = analyze_file(files[0])
+    stats = analyze_file(files[0], device=int(device) if device else None)
     steps = ["total"]
     if stats.complete_steps:
         steps += [str(stats.complete_steps[0].step_num), "average"]
