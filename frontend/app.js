@@ -5,6 +5,7 @@ import {CompareView} from './compare.js';
 import {peaksSourceText} from './device.js';
 import {ALL_DEVICES, validDevice} from './device_picker.js';
 import {el, show, status} from './dom.js';
+import {LayersView} from './layers_view.js';
 import {ModelView} from './model_view.js';
 import {CALIBRATED, validPeaks} from './peaks.js';
 import {renderSidebar} from './sidebar.js';
@@ -22,7 +23,14 @@ export class App {
     this.sidebar = el('nav', {class: 'sidebar', 'aria-label': 'Roofline selection'});
     this.modelNode = el('div', {id: 'model-view', class: 'view'});
     this.compareNode = el('div', {id: 'compare-view', class: 'view', hidden: true});
-    this.main = el('main', {class: 'main', id: 'main'}, this.modelNode, this.compareNode);
+    this.layersNode = el('div', {id: 'layers-view', class: 'view', hidden: true});
+    this.main = el(
+      'main',
+      {class: 'main', id: 'main'},
+      this.modelNode,
+      this.compareNode,
+      this.layersNode,
+    );
     show(root, this.sidebar, this.main);
     this.model = new ModelView(this.modelNode, {
       filters: state.filters,
@@ -34,6 +42,7 @@ export class App {
       onCalibrate: () => this.calibrate(),
     });
     this.compare = new CompareView(this.compareNode);
+    this.layers = new LayersView(this.layersNode);
     this.sides = {a: {hosts: [], steps: null}, b: {hosts: [], steps: null}};
     this.peaksText = '';
     this.peaksChoices = null; // the `peaks` route's answer
@@ -61,7 +70,7 @@ export class App {
       return;
     }
     const saved = restore();
-    state.tool = saved.tool === 'compare' ? 'compare' : 'model';
+    state.tool = ['compare', 'layers'].includes(saved.tool) ? saved.tool : 'model';
     state.include = saved.include !== false;
     if (!state.runs.length) {
       await notesLoaded;
@@ -203,7 +212,7 @@ export class App {
 
   setStep(step) {
     state.step = String(step);
-    if (state.tool !== 'model') state.tool = 'model';
+    if (state.tool === 'compare') state.tool = 'model';
     return this.update();
   }
 
@@ -258,8 +267,9 @@ export class App {
   async update() {
     remember();
     const compare = state.tool === 'compare';
-    this.modelNode.hidden = compare;
+    this.modelNode.hidden = state.tool !== 'model';
     this.compareNode.hidden = !compare;
+    this.layersNode.hidden = state.tool !== 'layers';
     if (compare) {
       this.model.endLoading(); // hidden now: its loading status stops polling
       if (!state.compare.a.run || !state.compare.b.run) state.compare = this.defaultCompare();
@@ -273,6 +283,22 @@ export class App {
       return;
     }
     this.renderSidebar();
+    if (state.tool === 'layers') {
+      await this.layers.show({
+        run: state.run,
+        host: state.host,
+        step: state.step,
+        peaks: state.peaks,
+        device: state.device,
+      });
+      const layersData = this.layers.data;
+      this.setPeaksText(
+        layersData && this.layersNode.dataset.state === 'ready'
+          ? peaksSourceText((layersData.device || {}).peaks_source)
+          : '',
+      );
+      return;
+    }
     await this.model.show({
       run: state.run,
       host: state.host,

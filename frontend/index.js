@@ -1,10 +1,10 @@
 // The roofline tab. TensorBoard loads this module in an iframe (whose <base> is
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
-// compare (the two tools), charts/roofs (Plotly figures), chart_labels (labels on a chart,
-// placed apart), table, pager, step_picker, filters, columns, device, device_picker, export,
-// advice and hardware (panels of the model view), model/guidance (data shaping), op_detail
-// (what an op is known by), progress (loading status), api, state, theme, timing, format,
-// dom, plotly.
+// compare (the two tools), layers_view (the layer tree), charts/roofs (Plotly figures),
+// chart_labels (labels on a chart, placed apart), table, pager, step_picker, filters, columns,
+// device, device_picker, export, advice and hardware (panels of the model view),
+// model/guidance (data shaping), op_detail (what an op is known by), progress (loading
+// status), api, state, theme, timing, format, dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -29,6 +29,7 @@ export const MODULES = [
   'format.js',
   'guidance.js',
   'hardware.js',
+  'layers_view.js',
   'model.js',
   'model_view.js',
   'op_detail.js',

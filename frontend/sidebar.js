@@ -11,6 +11,7 @@ import {stepPicker} from './step_picker.js';
 export const TOOLS = [
   ['model', 'Roofline Model'],
   ['compare', 'Roofline Compare'],
+  ['layers', 'Roofline Layers'],
 ];
 
 function hostOptions(hosts) {

@@ -21,7 +21,7 @@ export const state = {
   logdirNotes: [], // what the logdir holds but is not read (the `logdir_notes` route)
   run: '',
   host: '',
-  tool: 'model', // 'model' | 'compare'
+  tool: 'model', // 'model' | 'compare' | 'layers'
   step: 'total', // 'total' | 'average' | step number as a string
   device: 'all', // 'all' | a device number as a string: the API's `device`
   include: true, // include infeed/outfeed ops

@@ -173,13 +173,20 @@ class Analysis:
         return self._table(rows, _columns(rows))
 
     @property
-    def layer_table(self) -> Table | None:
-        """HOOK (issue 23 item 1, the layer tree, built on another branch): the json's
-        ``layers`` as rows, one per node, once the json carries them; None before."""
-        layers = self.json.get("layers")
-        if layers is None:
-            return None
-        rows = list(layer_rows(layers))
+    def layer_table(self) -> Table:
+        """The layer tree of the selection (the json's ``layers``), one row per node in
+        pre-order, the Program first (``depth`` 0): its place (``id``, ``parent``, ``path``,
+        ``kind``), sums and roofline point; the forward and backward passes' figures as
+        ``forward_*`` / ``backward_*`` columns. Each leaf's ops are in ``layer_ops``."""
+        rows = [layer_row(node) for node in self.json["layers"]["nodes"]]
+        return self._table(rows, _columns(rows))
+
+    def layer_ops(self, layer_id: int) -> Table:
+        """The ops of one leaf of the layer tree (by its ``id``), most self time first."""
+        nodes = self.json["layers"]["nodes"]
+        if not 0 <= layer_id < len(nodes):
+            raise ValueError(f"no layer {layer_id} (layers: 0 to {len(nodes) - 1})")
+        rows = list(nodes[layer_id].get("ops", []))
         return self._table(rows, _columns(rows))
 
     @property
@@ -242,20 +249,18 @@ def hardware_row(op: dict) -> dict:
     return row
 
 
-def layer_rows(layers: Any, depth: int = 0, parent: str = "") -> Iterable[dict]:
-    """Nodes of a layer tree (a node: a dict with ``children``, or a list of nodes) in
-    depth-first order, each without its children, with its ``depth`` and ``parent``
-    unless it has them."""
-    nodes = layers if isinstance(layers, list) else [layers]
-    for node in nodes:
-        if not isinstance(node, dict):
+def layer_row(node: dict) -> dict:
+    """A node of the json's ``layers`` as one flat row: its ops and children left out (see
+    ``layer_ops``), each pass's figures prefixed by the pass."""
+    row: dict = {}
+    for key, value in node.items():
+        if key in ("ops", "children"):
             continue
-        row = {k: v for k, v in node.items() if k != "children"}
-        row.setdefault("depth", depth)
-        row.setdefault("parent", parent)
-        yield row
-        name = str(node.get("path", node.get("name", "")))
-        yield from layer_rows(node.get("children", []), depth + 1, name)
+        if isinstance(value, dict):
+            row.update({f"{key}_{k}": v for k, v in value.items()})
+        else:
+            row[key] = value
+    return row
 
 
 def _columns(rows: list[dict]) -> list[str]:

@@ -13,6 +13,7 @@ from .metadata import PARALLEL_MIN_MB
 from .wording import terminal_safe
 
 EXIT_BAD_INPUT = 2
+DEFAULT_LAYER_DEPTH = 2  # summary --by layer: the Program, top-level layers and theirs
 _PEAKS_HELP = (
     "device peaks to judge by instead of the profile's (a what-if), or for profiles without "
     "peaks (CPU): a built-in device name (e.g. h100-sxm, mi300x, tpu-v5p) or a JSON file "
@@ -38,7 +39,15 @@ def _export(args: argparse.Namespace) -> int:
     from .ops.selection import parse_step
 
     step = parse_step(args.step)
-    if step != "total" and args.format != "json":
+    by_layer = args.by == "layer"
+    if by_layer and args.format != "csv":
+        raise RooflineError(
+            "--by layer writes the layers' CSV (use --format csv); the json carries them in "
+            "its 'layers' key"
+        )
+    if args.depth is not None and not by_layer:
+        raise RooflineError("--depth cuts the layers' CSV; use --format csv --by layer")
+    if step != "total" and args.format != "json" and not by_layer:
         raise RooflineError("--step selects records of the json format; use --format json")
     _refuse_overwriting(args.output, files)
     device = _device(args, files)
@@ -46,6 +55,11 @@ def _export(args: argparse.Namespace) -> int:
         stats = analyze_files(files, _peaks(args), args.workers, _start_method())
     else:
         stats = analyze_file(files[0], _peaks(args), device)
+    if by_layer:
+        from .render.layers import layers_csv
+
+        _write(layers_csv(stats, step, args.depth), args.output)
+        return 0
     pieces = render_pieces(stats, args.format, files, step)
     _write(pieces, args.output)
     return 0
@@ -149,6 +163,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _depth(text: str) -> int:
+    """--depth: a whole number of layer levels, 0 (the Program alone) or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
 def _peaks(args: argparse.Namespace):
     """The PerfEnv of ``--peaks`` (a built-in device name or a JSON file), or None."""
     if not getattr(args, "peaks", None):
@@ -187,17 +212,27 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from .ops.selection import parse_step
     from .platforms.analysis import analyze_file, analyze_files
     from .render.summary import summary_text
     from .xspace.sources import profile_files
 
     files = profile_files(args.path, args.host)
+    step = parse_step(args.step)
+    if args.by != "layer" and (args.depth is not None or step != "total"):
+        raise RooflineError("--depth and --step go with --by layer (the ops' summary is of Total)")
     _refuse_overwriting(args.output, files)
     device = _device(args, files)
     if device is None:
         stats = analyze_files(files, _peaks(args))
     else:
         stats = analyze_file(files[0], _peaks(args), device)
+    if args.by == "layer":
+        from .render.summary import layer_summary_text
+
+        depth = DEFAULT_LAYER_DEPTH if args.depth is None else args.depth
+        _write(layer_summary_text(stats, files, step, depth), args.output)
+        return 0
     _write(summary_text(stats, files, top=args.top), args.output)
     return 0
 
@@ -330,6 +365,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--device", help=_DEVICE_HELP)
     export.add_argument(
+        "--by",
+        choices=("op", "layer"),
+        default="op",
+        help="csv only: op (default: XProf's records) or layer (one line per layer of the "
+        "--step selection, the Program first)",
+    )
+    export.add_argument(
+        "--depth",
+        type=_depth,
+        metavar="N",
+        help="with --by layer: layers down to depth N (1: the top-level layers; default: all)",
+    )
+    export.add_argument(
         "--workers",
         type=_positive,
         metavar="N",
@@ -356,6 +404,24 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--output", "-o")
     summary.add_argument("--peaks", help=_PEAKS_HELP)
     summary.add_argument("--device", help=_DEVICE_HELP)
+    summary.add_argument(
+        "--by",
+        choices=("op", "layer"),
+        default="op",
+        help="op (default): the program and its top ops; layer: the layer tree (name "
+        "scopes, module paths), each layer's roofline",
+    )
+    summary.add_argument(
+        "--depth",
+        type=_depth,
+        metavar="N",
+        help=f"with --by layer: layers down to depth N (default {DEFAULT_LAYER_DEPTH})",
+    )
+    summary.add_argument(
+        "--step",
+        default="total",
+        help="with --by layer: total (default), average or a step number",
+    )
     summary.set_defaults(func=_summary)
 
     comp = sub.add_parser(

@@ -99,3 +99,92 @@ def record_while_loop(
                 jax.block_until_ready(jitted(*args, jnp.int32(n)))
     (path,) = glob.glob(os.path.join(str(logdir), "plugins", "profile", "*", "*.xplane.pb"))
     return Path(path), "jit_data_while"
+
+
+# Two MLP blocks of different widths and an embedding, each in its jax.named_scope: batch,
+# vocabulary, model width, block A's hidden and output width, block B's hidden width.
+LAYERED = {
+    "batch": 64,
+    "vocab": 1000,
+    "width": 128,
+    "a_hidden": 512,
+    "a_out": 256,
+    "b_hidden": 1024,
+}
+
+
+def _layered():
+    import jax
+    import jax.numpy as jnp
+
+    s = LAYERED
+
+    def block(x, w1, w2):
+        return jax.nn.relu(x @ w1) @ w2
+
+    def embed(table, tokens):
+        return table[tokens]
+
+    def forward(p, tokens):
+        with jax.named_scope("embedding"):
+            h = embed(p["emb"], tokens)
+        with jax.named_scope("mlp_a"):
+            h = block(h, p["a1"], p["a2"])
+        with jax.named_scope("mlp_b"):
+            h = block(h, p["b1"], p["b2"])
+        return h
+
+    def loss(p, tokens, target):
+        return jnp.mean((forward(p, tokens) - target) ** 2)
+
+    def train(p, tokens, target):
+        value, grads = jax.value_and_grad(loss)(p, tokens, target)
+        return value, jax.tree_util.tree_map(lambda w, g: w - 1e-3 * g, p, grads)
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 5)
+    shapes = {
+        "emb": (s["vocab"], s["width"]),
+        "a1": (s["width"], s["a_hidden"]),
+        "a2": (s["a_hidden"], s["a_out"]),
+        "b1": (s["a_out"], s["b_hidden"]),
+        "b2": (s["b_hidden"], s["width"]),
+    }
+    params = {k: jax.random.normal(key, shape) for key, (k, shape) in zip(keys, shapes.items())}
+    tokens = jnp.arange(s["batch"]) % s["vocab"]
+    target = jnp.ones((s["batch"], s["width"]))
+    blocks = {  # each scope's function alone, on the inputs it gets in the program
+        "embedding": (embed, (params["emb"], tokens)),
+        "mlp_a": (block, (jnp.ones((s["batch"], s["width"])), params["a1"], params["a2"])),
+        "mlp_b": (block, (jnp.ones((s["batch"], s["a_out"])), params["b1"], params["b2"])),
+    }
+    return {
+        "forward": (forward, (params, tokens)),
+        "train": (train, (params, tokens, target)),
+    }, blocks
+
+
+def _flops(function, args) -> float:
+    import jax
+
+    cost = jax.jit(function).lower(*args).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+def record_layered(logdir: str | os.PathLike, name: str, steps: int = 3) -> tuple[Path, dict]:
+    """Records ``steps`` steps of the layered program ``name`` ("forward" or "train");
+    returns the xplane path and XLA's FLOPs (``cost_analysis``) of the whole program and of
+    each scope's function compiled alone (keys "program", "embedding", "mlp_a", "mlp_b")."""
+    import jax
+
+    programs, blocks = _layered()
+    function, args = programs[name]
+    costs = {scope: _flops(f, a) for scope, (f, a) in blocks.items()}
+    costs["program"] = _flops(function, args)
+    jitted = jax.jit(function)
+    jax.block_until_ready(jitted(*args))
+    with jax.profiler.trace(str(logdir)):
+        for step in range(steps):
+            with jax.profiler.StepTraceAnnotation("train", step_num=step):
+                jax.block_until_ready(jitted(*args))
+    (path,) = glob.glob(os.path.join(str(logdir), "plugins", "profile", "*", "*.xplane.pb"))
+    return Path(path), costs

@@ -124,9 +124,24 @@ def test_the_hardware_table_is_the_jsons_counters(both):
     assert rows[0]["flops"] == pytest.approx(49.128e9, rel=1e-4)
 
 
-def test_the_layer_table_waits_for_the_json_layers(both):
+def test_the_layer_table_is_the_jsons_layer_tree_one_row_per_node(both):
     cli, result = both
-    assert result.layer_table is None if "layers" not in cli else result.layer_table
+    nodes = cli["layers"]["nodes"]
+    rows = result.layer_table
+    assert [r["path"] for r in rows] == [n["path"] for n in nodes]
+    assert rows[0]["depth"] == 0 and rows[0]["parent"] == -1
+    program = next(r for r in _expected_programs(cli) if r["step"] == "Total")
+    assert rows[0]["self_time_us"] == pytest.approx(program["total_time_in_us"], rel=1e-9)
+    for row, node in zip(rows, nodes):
+        assert "ops" not in row and "children" not in row
+        assert row["flops"] == node["flops"] and row["self_time_us"] == node["self_time_us"]
+        if "forward" in node:
+            assert row["forward_self_time_us"] == node["forward"]["self_time_us"]
+            assert row["backward_flops"] == node["backward"]["flops"]
+    leaf = next(i for i, n in enumerate(nodes) if n.get("ops"))
+    assert [o["name"] for o in result.layer_ops(leaf)] == [o["name"] for o in nodes[leaf]["ops"]]
+    with pytest.raises(ValueError, match="no layer"):
+        result.layer_ops(len(nodes))
 
 
 def test_a_step_selection_is_the_clis_step(shared_data):

@@ -29,7 +29,7 @@ Total (HW) (``OpStats.hardware``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from ..ops.op_metrics import OpMetricsDb, empty_columns, empty_db, nesting_paren
 from ..ops.op_stats import (
     ANNOTATION_CATEGORY,
     NO_OP_CATEGORY,
+    LayerSplit,
     OpStats,
     StepInfo,
     device_time_note,
@@ -67,6 +68,8 @@ from .counters import (
     read_counters,
 )
 from .devices import device_peaks
+from .scopes import op_scopes
+from .spans import STEP_NAME, Nesting, annotation_rows, innermost_rows, nesting
 from .trace_reader import MAX_MAGNITUDE, TraceEvents
 
 RUNTIME_CATEGORIES = (
@@ -78,7 +81,6 @@ RUNTIME_CATEGORIES = (
 )
 KERNEL_CATEGORIES = ("kernel", "mtia_ccp_events")  # MTIA's on-device events are its kernels
 COPY_CATEGORIES = ("gpu_memcpy", "gpu_memset")
-STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 LAUNCH_NAME = re.compile(r"LaunchKernel|GraphLaunch|LaunchCooperative|ModuleLaunch")
 GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 TF32_KERNEL = re.compile(r"tf32|_s1688|_s16816|tensorop_s\d", re.IGNORECASE)
@@ -158,60 +160,6 @@ NO_PEAKS = (
 
 
 @dataclass
-class Nesting:
-    """CPU ops of all threads sorted by (thread, begin, longest first), with their parents.
-
-    Threads are laid end to end on one time axis (``thread * stride + time``), so one sorted
-    array answers "which op holds this moment on this thread" for every thread at once.
-    """
-
-    order: np.ndarray  # sorted position -> cpu op index
-    begin: np.ndarray  # shifted begin per sorted position
-    end: np.ndarray
-    parent: np.ndarray  # sorted position of the parent, -1 for a root
-    stride: int
-    thread_index: np.ndarray  # per trace thread code: its place on the axis, -1 if no ops
-
-    def shift(self, thread: np.ndarray, time_ns: np.ndarray) -> np.ndarray:
-        """Times on the shifted axis; -1 for threads without CPU ops."""
-        index = self.thread_index[thread]
-        return np.where(index >= 0, index * self.stride + time_ns, -1)
-
-    def innermost(self, shifted: np.ndarray) -> np.ndarray:
-        """The cpu op index of the innermost op holding each time (-1: none).
-
-        The last op starting at or before the time holds it, or one of its ancestors does
-        (ops nest): walk up the parents, all queries at once, one level per pass.
-        """
-        if not len(self.order):
-            return np.full(len(shifted), -1, np.int64)
-        at = np.searchsorted(self.begin, shifted, side="right") - 1
-        at[shifted < 0] = -1
-        todo = np.flatnonzero(at >= 0)
-        todo = todo[self.end[at[todo]] < shifted[todo]]
-        while len(todo):
-            at[todo] = self.parent[at[todo]]
-            todo = todo[at[todo] >= 0]
-            todo = todo[self.end[at[todo]] < shifted[todo]]
-        return np.where(at >= 0, self.order[np.maximum(at, 0)], -1)
-
-
-def nesting(events: TraceEvents, rows: np.ndarray | None = None) -> Nesting:
-    """The nesting of the CPU ops (or of the spans of ``rows``, whose indices it gives)."""
-    rows = events.op_rows if rows is None else rows
-    used = unique(events.thread[rows])
-    thread_index = np.full(len(events.threads), -1, np.int64)
-    thread_index[used] = np.arange(len(used))
-    thread = thread_index[events.thread[rows]]
-    begin, end = events.begin_ns[rows], events.end_ns[rows]
-    stride = int(events.end_ns.max()) + 1 if len(events) else 1
-    b, e = thread * stride + begin, thread * stride + end
-    order = span_order(b, e)
-    b, e = b[order], e[order]
-    return Nesting(order, b, e, nesting_parents(b, e), stride, thread_index)
-
-
-@dataclass
 class Steps:
     numbers: list[int]
     begin_ns: np.ndarray
@@ -260,6 +208,7 @@ class Executions:
     shapes: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    op_paths: list[str] | None = None  # per op row: its module path and name (layer split)
 
 
 def cost_executions(events: TraceEvents, instance: np.ndarray) -> Executions:
@@ -352,7 +301,7 @@ def _describe(events: TraceEvents, ex: Executions) -> None:
     module = np.array([f.startswith(op_text.MODULE_PREFIX) for f in frames], bool)
     code_of = code_of.ravel()
     # Source: the innermost user frame, else the Call stack's.
-    frame = _innermost_rows(events, python[user[code_of]], thread, begin)
+    frame = innermost_rows(events, python[user[code_of]], thread, begin)
     sources = [op_text.frame_source(f) for f in frames] + [
         op_text.stack_source(s) for s in events.stacks
     ]
@@ -430,8 +379,42 @@ def aggregate(
         ("code_line", ex.sources),
     ):
         static[column][: len(texts)] = texts[:n]
+    if ex.op_paths is not None:
+        static["op_path"][:] = ex.op_paths
     columns = unnested_columns(occurrences, time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
+
+
+def split_by_scope(
+    ex: Executions, scope: np.ndarray, events_op: np.ndarray, events_scope: np.ndarray
+) -> tuple[Executions, np.ndarray] | None:
+    """The op rows split by scope path (``kineto/scopes.py``): executions whose op row is
+    their (op, scope) row, with each row's ``op_paths``, and that row of each timed event
+    (``events_op`` -1: none). None when no op ran in a scope: the op rows are the layers'."""
+    counted = events_op >= 0
+    scopes = np.concatenate([scope, events_scope[counted]])
+    if not (scopes != "").any():
+        return None
+    codes: dict[str, int] = {}
+    scope_code = np.fromiter((codes.setdefault(s, len(codes)) for s in scopes), np.int64)
+    ops = np.concatenate([ex.op, events_op[counted]])
+    pairs, row = unique(ops * len(codes) + scope_code, return_inverse=True)
+    row = row.ravel()
+    op_of, code_of = np.divmod(pairs, len(codes))
+    names = list(codes)
+    split_names = [ex.names[o] for o in op_of.tolist()]
+    paths = [f"{names[c]}/{n}" if names[c] else n for c, n in zip(code_of.tolist(), split_names)]
+    event_row = np.full(len(events_op), -1, np.int64)
+    event_row[counted] = row[len(ex.op) :]
+    split = replace(
+        ex,
+        op=row[: len(ex.op)],
+        names=split_names,
+        categories=[ex.categories[o] for o in op_of.tolist()],
+        dtypes=[ex.dtypes[o] for o in op_of.tolist()],
+        op_paths=paths,
+    )
+    return split, event_row
 
 
 def _unattributed(events: TraceEvents, rows: np.ndarray, total_ps: int) -> OpMetricsDb | None:
@@ -459,25 +442,6 @@ class Launches:
     call: np.ndarray  # row of its runtime call, -1: none found
     instance: np.ndarray  # cpu op index of the op that launched it, -1: none (or a copy)
     annotation: np.ndarray  # row of the annotation naming a kernel without op, -1: none
-
-
-def annotation_rows(events: TraceEvents, category: str) -> np.ndarray:
-    """Rows of ``category`` (``user_annotation``, ``gpu_user_annotation``) but the
-    ``ProfilerStep#N`` spans: steps group ops, they do not name them."""
-    rows = np.flatnonzero(events.category == events.code(category))
-    steps = [c for c, n in enumerate(events.names) if STEP_NAME.match(n)]
-    return rows[~np.isin(events.name[rows], steps)]
-
-
-def _innermost_rows(
-    events: TraceEvents, rows: np.ndarray, thread: np.ndarray, time_ns: np.ndarray
-) -> np.ndarray:
-    """The row (of ``rows``) of the innermost span holding each time on its thread, -1: none."""
-    if not len(rows) or not len(time_ns):
-        return np.full(len(time_ns), -1, np.int64)
-    marks = nesting(events, rows)
-    at = marks.innermost(marks.shift(thread, time_ns))
-    return np.where(at >= 0, rows[np.maximum(at, 0)], -1)
 
 
 def ops_but_steps(events: TraceEvents) -> np.ndarray:
@@ -528,14 +492,14 @@ def attribute_calls(
     annotation = np.full(len(gpu), -1, np.int64)
     host = np.flatnonzero(is_kernel & (instance < 0) & launched)
     calls = call[host]
-    annotation[host] = _innermost_rows(
+    annotation[host] = innermost_rows(
         events,
         annotation_rows(events, "user_annotation"),
         events.thread[calls],
         events.begin_ns[calls],
     )
     device = np.flatnonzero(is_kernel & (instance < 0) & (annotation < 0))
-    annotation[device] = _innermost_rows(
+    annotation[device] = innermost_rows(
         events,
         annotation_rows(events, "gpu_user_annotation"),
         events.thread[gpu[device]],
@@ -643,6 +607,7 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     kernel_op[instance >= 0] = ex.op[kernel_exec]
     _tensor_float32(events, gpu, kernel_op, ex)
     _rows_without_op(events, launches, kernel_op, ex)
+    layers = _gpu_layer_split(events, launches, ex, kernel_op, kernel_exec)
     # Devices: the GPU events' device arg (else their pid).
     device_key = np.where(events.device[gpu] >= 0, events.device[gpu], events.pid[gpu] + 10**9)
     devices, device = unique(device_key, return_inverse=True)
@@ -654,6 +619,11 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     whole = aggregate(
         ex, np.zeros(len(counted), np.int64), kernel_op, one, time_ps, np.array([total_ps])
     )
+    if layers is not None:
+        split_ex, split_op = layers
+        split_whole = aggregate(
+            split_ex, np.zeros(len(counted), np.int64), split_op, one, time_ps, np.array([total_ps])
+        )
     copies = np.flatnonzero(~is_kernel)
     perf_env, described = _device(events, {int(d) for d in devices.tolist() if d < 10**9})
     stats = OpStats(
@@ -667,6 +637,7 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
         perf_env=perf_env,
         all_db=whole.db(0),
         unattributed=_unattributed(events, gpu[copies], total_ps),
+        layer_split=LayerSplit(split_whole.db(0)) if layers is not None else None,
     )
     stats.diagnostics.info.append(GPU_COMPUTED)
     if not len(counted) and is_kernel.any():
@@ -697,6 +668,10 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
     complete = _complete_gpu_steps(events, steps) & ran
     stats.has_step_markers = True
     stats.steps = _steps(table, steps, complete, wall * PS_PER_NS)
+    if stats.layer_split is not None and layers is not None:
+        split_ex, split_op = layers
+        split = aggregate(split_ex, ex_step, split_op, kernel_step, time_ps, totals * PS_PER_NS)
+        stats.layer_split.steps = _steps(split, steps, complete, wall * PS_PER_NS)
     outside = ~used & is_kernel
     if outside.any():
         outside_us = events.dur_ns[gpu[outside]].sum() / 1e3
@@ -705,6 +680,24 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
             "every ProfilerStep; they count in Total only."
         )
     return stats
+
+
+def _gpu_layer_split(
+    events: TraceEvents,
+    launches: Launches,
+    ex: Executions,
+    kernel_op: np.ndarray,
+    kernel_exec: np.ndarray,
+) -> tuple[Executions, np.ndarray] | None:
+    """``split_by_scope`` of a GPU trace's rows: a kernel's scope is its launching op's, or
+    that of the annotation naming it; a kernel without either has none."""
+    instance = launches.instance
+    exec_scope = op_scopes(events, events.op_rows[ex.instance])
+    kernel_scope = np.full(len(launches.gpu), "", object)
+    kernel_scope[instance >= 0] = exec_scope[kernel_exec]
+    named = launches.is_kernel & (instance < 0) & (launches.annotation >= 0)
+    kernel_scope[named] = op_scopes(events, launches.annotation[named])
+    return split_by_scope(ex, exec_scope, kernel_op, kernel_scope)
 
 
 def _step_times(
@@ -921,6 +914,15 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
     span_ns = cpu_window_ns(events, work.rows)
     one_ex, one_ev = np.zeros(len(counted), np.int64), np.zeros(len(timed), np.int64)
     whole = aggregate(ex, one_ex, event_op, one_ev, event_time_ps, np.array([span_ns * PS_PER_NS]))
+    node_scope = np.full(len(work.rows), "", object)
+    node_scope[holds] = op_scopes(events, work.rows[holds])
+    layers = split_by_scope(ex, node_scope[is_op], event_op, node_scope[timed])
+    split_whole = None
+    if layers is not None:
+        split_ex, split_op = layers
+        split_whole = aggregate(
+            split_ex, one_ex, split_op, one_ev, event_time_ps, np.array([span_ns * PS_PER_NS])
+        )
     stats = OpStats(
         hosts=[host],
         run_env=RunEnvironment(
@@ -928,6 +930,7 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
         ),
         perf_env=peaks or PerfEnv(source="none"),
         all_db=whole.db(0),
+        layer_split=LayerSplit(split_whole.db(0)) if split_whole is not None else None,
     )
     stats.diagnostics.info.append(CPU_COMPUTED)
     _note_unknown(stats, ex, np.bincount(event_op, event_time_ps, len(ex.names)))
@@ -939,6 +942,17 @@ def cpu_op_stats(events: TraceEvents, host: str, peaks: PerfEnv | None) -> OpSta
         )
         stats.has_step_markers = True
         stats.steps = _steps(table, steps, steps.end_ns > steps.begin_ns)
+        if stats.layer_split is not None and layers is not None:
+            split_ex, split_op = layers
+            split = aggregate(
+                split_ex,
+                steps.of(begin[is_op]),
+                split_op,
+                steps.of(begin[timed]),
+                event_time_ps,
+                durations,
+            )
+            stats.layer_split.steps = _steps(split, steps, steps.end_ns > steps.begin_ns)
     return stats
 
 

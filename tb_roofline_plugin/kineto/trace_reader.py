@@ -94,6 +94,9 @@ class TraceEvents:
     external_id: np.ndarray  # int64, NO_VALUE when absent
     device: np.ndarray  # int64, NO_VALUE when absent (GPU events)
     flops: np.ndarray  # float64: the ``flops`` arg (with_flops=True), 0 when absent
+    # int64: the ``Sequence number`` arg (autograd: a backward node has its forward op's),
+    # NO_VALUE when absent
+    sequence: np.ndarray
     bytes: np.ndarray  # float64: the ``bytes`` arg of memcpy/memset, 0 when absent
     # Per cpu_op row (``op_rows`` are their row numbers): recorded arguments, unparsed.
     op_rows: np.ndarray
@@ -303,6 +306,7 @@ _COLUMNS: dict[str, Callable[[list], np.ndarray]] = {
     "device": lambda v: _integers(v),
     "flops": lambda v: _floats(v),
     "bytes": lambda v: _floats(v),
+    "sequence": lambda v: _integers(v),
 }
 
 
@@ -320,7 +324,7 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
     )
     begin_us, dur_us = values["begin_us"], values["dur_us"]
     correlation, external, device = values["correlation"], values["external_id"], values["device"]
-    flops, nbytes = values["flops"], values["bytes"]
+    flops, nbytes, sequence = values["flops"], values["bytes"], values["sequence"]
     op_rows: list[int] = []
     op_dims: list[Any] = []
     op_types: list[Any] = []
@@ -382,6 +386,7 @@ def _columns(events: Iterable, document: dict, where: str) -> TraceEvents:
         device.append(args.get("device", NO_VALUE))
         flops.append(args.get("flops", 0))
         nbytes.append(args.get("bytes", 0))
+        sequence.append(args.get("Sequence number", NO_VALUE))
         if len(name) == CHUNK_EVENTS:
             done += len(name)
             for key, convert in _COLUMNS.items():

@@ -17,6 +17,9 @@ MEMORY_SPACES = {1: 0, 2: 1, 3: 2}
 HBM, CMEM, VMEM = 0, 1, 2
 READ, WRITE = 0, 1
 IDLE_NAME = "IDLE"
+# Ops whose work is that of the ops in their body (timed apart): a Program, or a layer, sums
+# their time but not their FLOPs or bytes.
+INNER_OP_CATEGORIES = frozenset({"call", "conditional", "while", "megacore fusion"})
 
 
 @dataclass
@@ -47,6 +50,9 @@ class OpMetricsDb:
     # object (str): "file:line" of the code that made the op where its own source fields have
     # none: a fusion's fused instructions' metadata, a PyTorch op's Python stack
     code_line: np.ndarray
+    # object (str): the op's name stack as its producer wrote it, the op itself last (JAX's
+    # and TensorFlow's HLO op_name, PyTorch's module path); "" when none (ops/layers.py)
+    op_path: np.ndarray
     total_time_ps: int = 0  # device time of the db (per core: last end - first start)
     extra: dict = field(default_factory=dict)
 
@@ -99,6 +105,7 @@ def empty_columns(n: int) -> dict[str, Any]:
         "hlo_text": np.full(n, "", object),
         "framework_op": np.full(n, "", object),
         "code_line": np.full(n, "", object),
+        "op_path": np.full(n, "", object),
     }
 
 
@@ -121,7 +128,9 @@ SUMMED_COLUMNS = (
 
 
 def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
-    """Sums dbs (cores, hosts or steps): ops merge by (program_id, name), times add up.
+    """Sums dbs (cores, hosts or steps): ops merge by (program_id, name, op_path), times
+    add up (an XLA op has one op_path; a PyTorch op row is split by its module path only in
+    ``OpStats.layer_split``).
 
     The IDLE rows merge too, so the combined IDLE is the sum of the parts' idle time.
     """
@@ -129,11 +138,12 @@ def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
     total = int(sum(db.total_time_ps for db in dbs))
     if not dbs:
         return empty_db()
-    keys: dict[tuple[int, str], int] = {}
+    keys: dict[tuple[int, str, str], int] = {}
     owner_db, owner_row, target = [], [], []
     for d, db in enumerate(dbs):
         rows = np.empty(len(db), np.int64)
-        for i, key in enumerate(zip(db.program_id.tolist(), db.name.tolist())):
+        pairs = zip(db.program_id.tolist(), db.name.tolist(), db.op_path.tolist())
+        for i, key in enumerate(pairs):
             slot = keys.get(key)
             if slot is None:
                 slot = keys[key] = len(keys)

@@ -10,6 +10,7 @@ import numpy as np
 from ..arrays import unique
 from ..peaks.devices import device_time_words
 from ..peaks.perf_env import PerfEnv, RunEnvironment
+from ..wording import named
 from .hardware import HardwareCounts, combine_hardware
 from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
@@ -205,6 +206,17 @@ class Diagnostics:
 
 
 @dataclass
+class LayerSplit:
+    """The op rows of a PyTorch trace split by module path (``op_path``): an op row there
+    merges the op's executions in every module, so the layer tree (``ops/layers.py``) is
+    made of these rows instead; for the whole profile and each step (the steps' numbers,
+    completeness and durations are those of ``OpStats.steps``)."""
+
+    all_db: OpMetricsDb
+    steps: list[StepInfo] = field(default_factory=list)
+
+
+@dataclass
 class OpStats:
     """Op metrics of the whole profile and of each step, with the peaks they are judged by."""
 
@@ -227,6 +239,9 @@ class OpStats:
     device: int | None = None
     # What hardware counters measured per op (XProf's ALL_HW records), when recorded.
     hardware: HardwareCounts | None = None
+    # PyTorch traces whose ops ran in modules: their rows split by module (None: the op
+    # rows' own op_path is their layer, as for every XLA op)
+    layer_split: LayerSplit | None = None
 
     @property
     def complete_steps(self) -> list[StepInfo]:
@@ -257,6 +272,12 @@ def hosts_messages(hosts: list[str], messages: list[list[str]]) -> list[str]:
     return out
 
 
+UNSPLIT_HOSTS = (
+    "Layers: {hosts} recorded no module ranges or autograd nodes, so the hosts' layers "
+    "cannot be combined; the layer tree holds every op without a layer."
+)
+
+
 def combine_hosts(parts: list[OpStats]) -> OpStats:
     """All hosts as one, as XProf combines them (``HostsCombiner``, all at once)."""
     combiner = HostsCombiner()
@@ -281,7 +302,7 @@ class HostsCombiner:
 
     def __init__(self) -> None:
         self._parts: list[OpStats] = []  # each host without its ops (but the first, alone)
-        self._known: dict[tuple[int, str], int] = {}  # (program_id, name) -> key
+        self._known: dict[tuple[int, str, str], int] = {}  # (program_id, name, op_path) -> key
         self._all_keys = _OpKeys(self._known)
         self._step_keys = _OpKeys(self._known)
         self._all: HostsStepOps | None = None
@@ -290,8 +311,17 @@ class HostsCombiner:
         self._seen: dict[int, list] = {}  # step number -> [hosts, complete, duration]
         self._unattributed: list[OpMetricsDb | None] = []
         self._hardware: list[HardwareCounts] = []
+        self._split: HostsCombiner | None = None  # the hosts' layer splits
+        self._unsplit: list[str] = []  # hosts without one
 
     def add(self, part: OpStats) -> None:
+        split = part.layer_split
+        if split is not None:  # PyTorch rows split by module, merged the same way
+            if self._split is None:
+                self._split = HostsCombiner()
+            self._split.add(replace(part, all_db=split.all_db, steps=split.steps, layer_split=None))
+        else:
+            self._unsplit.extend(part.hosts)
         if len(self._parts) == 1:  # a second host: the first one's ops go in now
             self._parts[0] = self._merged_in(self._parts[0])
         self._parts.append(self._merged_in(part) if self._parts else part)
@@ -302,7 +332,9 @@ class HostsCombiner:
         if part.hardware is not None:
             self._hardware.append(part.hardware)
         self._merge(part)
-        return replace(part, all_db=empty_db(), steps=[], unattributed=None, hardware=None)
+        return replace(
+            part, all_db=empty_db(), steps=[], unattributed=None, hardware=None, layer_split=None
+        )
 
     def _merge(self, part: OpStats) -> None:
         block, keys = _db_block([part.all_db]), self._all_keys.of(part.all_db)
@@ -333,6 +365,12 @@ class HostsCombiner:
             return parts[0]
         if not parts:
             raise ValueError("no hosts to combine")
+        split, layer_notes = None, []
+        if self._split is not None and not self._unsplit:
+            merged = self._split.result()
+            split = LayerSplit(merged.all_db, merged.steps)
+        elif self._split is not None:
+            layer_notes.append(UNSPLIT_HOSTS.format(hosts=named(self._unsplit, "host", 3)))
         first = parts[0]
         run_env = RunEnvironment(
             hardware_type=first.run_env.hardware_type,
@@ -373,12 +411,15 @@ class HostsCombiner:
         unattributed = [db for db in self._unattributed if db is not None]
         assert self._all is not None
         all_db = self._all.db(0)
-        notes = hosts_notes(
-            hosts,
-            [p.notes for p in parts],
-            all_db,
-            run_env.device_core_count,
-            run_env.hardware_type,
+        notes = (
+            hosts_notes(
+                hosts,
+                [p.notes for p in parts],
+                all_db,
+                run_env.device_core_count,
+                run_env.hardware_type,
+            )
+            + layer_notes
         )
         return OpStats(
             unattributed=combine(unattributed) if unattributed else None,
@@ -392,6 +433,7 @@ class HostsCombiner:
             diagnostics=diagnostics,
             has_step_markers=any(p.has_step_markers for p in parts),
             hardware=combine_hardware(self._hardware, all_db.total_time_ps),
+            layer_split=split,
         )
 
     def _common_steps(self, hosts: int) -> list[StepInfo]:
@@ -430,6 +472,7 @@ _DESCRIPTIVE = (
     "hlo_text",
     "framework_op",
     "code_line",
+    "op_path",
 )
 
 
@@ -484,25 +527,26 @@ class _Block:
 
 
 class _OpKeys:
-    """Keys of (program_id, name) pairs, equal pairs equal keys; a table of ops equal to the
-    one before it (the hosts of one program) takes its keys as they are."""
+    """Keys of (program_id, name, op_path) triples, equal triples equal keys; a table of ops
+    equal to the one before it (the hosts of one program) takes its keys as they are."""
 
-    def __init__(self, known: dict[tuple[int, str], int]) -> None:
+    def __init__(self, known: dict[tuple[int, str, str], int]) -> None:
         self._known = known
-        self._last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._last: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def of(self, ops) -> np.ndarray:
         """The key of each op of ``ops`` (an OpMetricsDb or a dict of columns)."""
         get = ops.__getitem__ if isinstance(ops, dict) else ops.__getattribute__
-        program_id, name = get("program_id"), get("name")
+        program_id, name, path = get("program_id"), get("name"), get("op_path")
         last = self._last
         if last is not None and len(last[0]) == len(name):
-            if (last[0] == program_id).all() and (last[1] == name).all():
-                return last[2]
+            same = (last[0] == program_id).all() and (last[1] == name).all()
+            if same and (last[2] == path).all():
+                return last[3]
         known = self._known
-        pairs = zip(program_id.tolist(), name.tolist())
-        keys = np.array([known.setdefault(p, len(known)) for p in pairs], np.int64)
-        self._last = (program_id, name, keys)
+        triples = zip(program_id.tolist(), name.tolist(), path.tolist())
+        keys = np.array([known.setdefault(t, len(known)) for t in triples], np.int64)
+        self._last = (program_id, name, path, keys)
         return keys
 
 

@@ -134,3 +134,12 @@ def per_step_selection(stats: OpStats, step: str | int) -> Selection:
     if step == TOTAL and stats.complete_steps:
         return replace(select(stats, AVERAGE), label=TOTAL)
     return select(stats, step)
+
+
+def layer_selection(stats: OpStats, step: str | int) -> Selection:
+    """``select`` of the rows the layer tree is made of: the op rows, or a PyTorch trace's
+    rows split by module (``OpStats.layer_split``)."""
+    split = stats.layer_split
+    if split is None:
+        return select(stats, step)
+    return select(replace(stats, all_db=split.all_db, steps=split.steps, layer_split=None), step)

@@ -282,6 +282,7 @@ def cpu_ops(
         static["source_file"][row], static["source_line"][row], static["source_stack"][row] = (
             module.source(name)
         )
+        static["op_path"][row] = module.op_name(name)
         static["dtype"][row] = cost.dtype
         text = op_text(module, name)
         if text is not None:

@@ -191,25 +191,27 @@ class OpTable:
     cost: list[InstructionCost | None]
     source: list[tuple[str, int, str]]
     text: list[OpText]
+    op_path: list[str]  # the HLO instruction's op_name (framework ops: their tf_op)
 
     def __len__(self) -> int:
         return len(self.name)
 
 
-_OP_FIELDS = ("program_id", "name", "category", "cost", "source", "text")
+_OP_FIELDS = ("program_id", "name", "category", "cost", "source", "text", "op_path")
 
 
 def _op_row(modules: dict[int, ModuleCosts], program: int, name: str, tf_op: str) -> tuple | None:
     """An op's OpTable entry: an HLO instruction's (None if its module lacks it), or, given
     its ``tf_op``, a framework op's (TensorFlow without XLA: no cost)."""
     if tf_op:
-        return (0, name, "framework op", None, ("", -1, ""), OpText(framework_op=tf_op))
+        return (0, name, "framework op", None, ("", -1, ""), OpText(framework_op=tf_op), tf_op)
     module = modules.get(program)
     cost = module.cost(name) if module is not None else None
     if module is None or cost is None:
         return None
     text = op_text(module, name) or OpText()
-    return (program, name, module.category(name), cost, module.source(name), text)
+    source = module.source(name)
+    return (program, name, module.category(name), cost, source, text, module.op_name(name))
 
 
 def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.ndarray, OpTable]:
@@ -225,7 +227,7 @@ def assign_ops(kernels: Kernels, modules: dict[int, ModuleCosts]) -> tuple[np.nd
         combos = np.stack(np.unravel_index(flat, dims), axis=1)
     else:
         combos, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-    table = OpTable([], [], [], [], [], [])
+    table = OpTable([], [], [], [], [], [], [])
     keys: dict[tuple[int, str], int] = {}
     combo_op = np.full(len(combos), -1, np.int64)
     for c, (pc, hc, tc, kc) in enumerate(combos.tolist()):
@@ -313,6 +315,7 @@ def aggregate(
     static["dtype"][:] = [c.dtype if c is not None else "" for c in table.cost]
     for k, column in enumerate(TEXT_COLUMNS):
         static[column][:] = [text[k] for text in table.text]
+    static["op_path"][:] = table.op_path
     flops = per_exec[:, 0] * executions
     total_bytes = per_exec[:, 1] * executions
     written = per_exec[:, 2] * executions

@@ -117,6 +117,7 @@ def _op_table(
         text, cols["dtype"][row] = _op_text(meta.name, modules.get(cols["program_id"][row]), stats)
         for column, value in zip(TEXT_COLUMNS, text):
             cols[column][row] = value
+        cols["op_path"][row] = as_str(stats.get("tf_op"))
     rows = np.where(keep, np.arange(len(distinct)), -1)
     return cols, rows[np.searchsorted(distinct, metadata_ids)]
 
@@ -242,6 +243,7 @@ _STATIC = (
     "source_stack",
     "dtype",
     *TEXT_COLUMNS,
+    "op_path",
     "flops",
     "model_flops",
     "bytes_accessed",

@@ -26,7 +26,7 @@ from ..ops.op_stats import (
     steps_holding_ops,
     steps_without_ops_note,
 )
-from ..ops.selection import TOTAL, Selection, select
+from ..ops.selection import TOTAL, Selection, parse_step, select
 from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
 from ..peaks.devices import DTYPES, core_unit, device_time_words, main_memory
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
@@ -60,6 +60,7 @@ from .json_text import (
     string_texts,
     table_field,
 )
+from .layers import layers_dict
 
 FORMATS = ("datatable", "json", "csv")
 ABOVE_ROOF = 1.05  # roofline efficiency past which an op's number cannot be physical
@@ -752,6 +753,7 @@ def _body(
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
         "advice": advice(model, stats, selection),
+        "layers": layers_dict(stats, parse_step(selection.label)),
         "roofline_classes": dict(BOUND_WORDS),
         "database": database,
     }

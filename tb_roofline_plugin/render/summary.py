@@ -23,6 +23,7 @@ from .export import (
     selected_ops,
 )
 from .hardware import hardware_lines, hardware_section
+from .layers import layers_table_rows
 
 MAX_STEP_ROWS = 10  # more steps than this: the slowest ones, and a line saying how many
 MAX_MESSAGES = 10  # per severity
@@ -30,12 +31,15 @@ MAX_MESSAGE_CHARS = 400
 LONG_NUMBER_LIST = 8  # a run of more comma-separated numbers than this is summarised
 
 
-def _table(rows: list[list[str]]) -> str:
+def _table(rows: list[list[str]], left: int = 3) -> str:
+    """Columns padded to their widths, the first ``left`` aligned left, the others right."""
     rows = [[terminal_safe(c) for c in row] for row in rows]  # names are shown, not obeyed
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -216,6 +220,29 @@ def summary_text(stats: OpStats, sources: list[str], top: int = 10) -> str:
     for severity, messages in (("INFO", info), ("WARNING", warnings)):
         out.extend(_messages(severity, list(messages)))
     return "\n".join(out) + "\n"
+
+
+def layer_summary_text(
+    stats: OpStats, sources: list[str], step: str | int = TOTAL, depth: int | None = 2
+) -> str:
+    """The layers of a selection (``render.layers``) down to ``depth``: each layer's self
+    time (forward / backward), its roofline point, bound and efficiency."""
+    device = device_summary(stats)
+    memory = device["main_memory"]
+    header, rows, doc = layers_table_rows(stats, step, depth, memory)
+    out = [f"profile: {', '.join(sources)}", *_device_lines(device)]
+    out = [terminal_safe(line) for line in out]
+    deepest = doc["max_depth"]
+    shown = "every depth" if depth is None else f"depth {min(depth, deepest)} of {deepest}"
+    out.append("")
+    out.append(f"layers of {_selection_words(doc['step'])} ({shown}; time: self time of the ops)")
+    out.append(_table([header, *rows], left=2))
+    out.extend(_messages("INFO", doc["notes"]))
+    return "\n".join(out) + "\n"
+
+
+def _selection_words(label: str) -> str:
+    return {"total": "the whole profile", "average": "the average step"}.get(label, f"step {label}")
 
 
 def demo_summary(path: str) -> str:

@@ -16,8 +16,8 @@ import re
 import numpy as np
 
 from ..kineto.aten_cost import COMMUNICATION as KINETO_COMMUNICATION
+from ..ops.op_metrics import INNER_OP_CATEGORIES
 from .formulas import is_infeed_or_outfeed
-from .records import INNER_OP_CATEGORIES
 
 JUDGED = "compute/memory"
 COMMUNICATION = "communication"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..ops.op_metrics import (
+    INNER_OP_CATEGORIES,
     OpMetricsDb,
     empty_columns,
     empty_db,
@@ -21,7 +22,6 @@ from ..protos.source_info_pb2 import SourceInfo
 from .formulas import DatabasePeaks, is_infeed_or_outfeed, record_metrics, safe_divide
 
 MAX_OP_RECORDS = 1000
-INNER_OP_CATEGORIES = frozenset({"call", "conditional", "while", "megacore fusion"})
 
 
 # --- the Program record and the op records ----------------------------------------------------

@@ -25,14 +25,14 @@ import numpy as np
 from ..files import read_regular
 from ..ops.hardware import HardwareCounts
 from ..ops.op_metrics import OpMetricsDb
-from ..ops.op_stats import Diagnostics, OpStats, StepInfo, shared_table
+from ..ops.op_stats import Diagnostics, LayerSplit, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..platforms.analysis import process_alive
 
 _LOG = logging.getLogger(__name__)
 # 7: XLA:CPU self times are busy shares; the host's devices; 8: hardware counters (Total (HW));
-# 9: ops' shapes, HLO text, framework op (issue 21)
+# 9: ops' shapes, HLO text, framework op (issue 21), op_path, PyTorch's layer split (issue 23)
 FORMAT = "tb-roofline-stats/9"
 _OBJECT_COLUMNS = (
     "name",
@@ -44,6 +44,7 @@ _OBJECT_COLUMNS = (
     "hlo_text",
     "framework_op",
     "code_line",
+    "op_path",
 )
 
 
@@ -90,21 +91,35 @@ def _same_lengths(what: str, arrays: list, length: int | None = None) -> None:
         raise ValueError(f"{what}: arrays of inconsistent lengths {sorted(lengths)}")
 
 
+def _steps_arrays(prefix: str, steps: list[StepInfo]) -> dict[str, Any]:
+    """The steps' ops: their shared table's arrays, or each step's db."""
+    arrays: dict[str, Any] = {}
+    table, index = shared_table(steps)
+    if table is not None:
+        arrays.update({f"{prefix}table.values.{k}": np.asarray(v) for k, v in table.values.items()})
+        for key, value in table.static.items():
+            value = np.asarray([str(v) for v in value], str) if value.dtype == object else value
+            arrays[f"{prefix}table.static.{key}"] = value
+        arrays.update({f"{prefix}table.offsets": table.offsets, f"{prefix}table.op": table.op})
+        arrays.update({f"{prefix}table.total": table.total_time_ps, f"{prefix}table.index": index})
+    else:
+        for i, step in enumerate(steps):
+            arrays.update(_db_arrays(f"{prefix}step{i}", step.db))
+    return arrays
+
+
+SPLIT = "layers."  # the prefix of OpStats.layer_split's arrays
+
+
 def dumps(stats: OpStats) -> bytes:
     arrays = _db_arrays("all", stats.all_db)
     if stats.unattributed is not None:
         arrays.update(_db_arrays("unattributed", stats.unattributed))
-    table, index = shared_table(stats.steps)
-    if table is not None:
-        arrays.update({f"table.values.{k}": np.asarray(v) for k, v in table.values.items()})
-        for key, value in table.static.items():
-            value = np.asarray([str(v) for v in value], str) if value.dtype == object else value
-            arrays[f"table.static.{key}"] = value
-        arrays.update({"table.offsets": table.offsets, "table.op": table.op})
-        arrays.update({"table.total": table.total_time_ps, "table.index": index})
-    else:
-        for i, step in enumerate(stats.steps):
-            arrays.update(_db_arrays(f"step{i}", step.db))
+    arrays.update(_steps_arrays("", stats.steps))
+    split = stats.layer_split
+    if split is not None:
+        arrays.update(_db_arrays(f"{SPLIT}all", split.all_db))
+        arrays.update(_steps_arrays(SPLIT, split.steps))
     hardware = stats.hardware
     if hardware is not None:
         arrays.update(_db_arrays("hw", hardware.db))
@@ -135,6 +150,8 @@ def dumps(stats: OpStats) -> bytes:
             "source": hardware.source,
             "notes": hardware.notes,
         },
+        "layer_split": split is not None,
+        "layer_split_steps": split is not None and bool(split.steps),
     }
     arrays["meta"] = np.asarray(json.dumps(meta))
     out = io.BytesIO()
@@ -147,34 +164,11 @@ def loads(data: bytes) -> OpStats:
         meta = json.loads(str(npz["meta"]))
         if meta.get("format") != FORMAT:
             raise ValueError(f"unknown stats format {meta.get('format')!r}")
-        if "table.offsets" in npz:
-            static = {
-                name[len("table.static.") :]: npz[name] for name in npz.files
-                if name.startswith("table.static.")
-            }  # fmt: skip
-            table = StepOps(
-                values={
-                    name[len("table.values.") :]: npz[name]
-                    for name in npz.files
-                    if name.startswith("table.values.")
-                },
-                static={
-                    k: v.astype(object) if v.dtype.kind == "U" else v for k, v in static.items()
-                },
-                offsets=npz["table.offsets"],
-                op=npz["table.op"],
-                total_time_ps=npz["table.total"],
-            )
-            _check_table(table, npz["table.index"], len(meta["steps"]))
-            steps = [
-                StepInfo(int(num), bool(done), duration_ps=int(dur), table=table, index=int(i))
-                for i, (num, done, dur) in zip(npz["table.index"].tolist(), meta["steps"])
-            ]
-        else:
-            steps = [
-                StepInfo(int(num), bool(done), _db_from(f"step{i}", npz), duration_ps=int(dur))
-                for i, (num, done, dur) in enumerate(meta["steps"])
-            ]
+        steps = _steps_from("", npz, meta["steps"])
+        split = None
+        if meta.get("layer_split"):
+            split_steps = meta["steps"] if meta.get("layer_split_steps") else []
+            split = LayerSplit(_db_from(f"{SPLIT}all", npz), _steps_from(SPLIT, npz, split_steps))
         return OpStats(
             hosts=list(meta["hosts"]),
             run_env=RunEnvironment(**meta["run_env"]),
@@ -189,7 +183,39 @@ def loads(data: bytes) -> OpStats:
             devices=[int(d) for d in meta["devices"]],
             device=None if meta["device"] is None else int(meta["device"]),
             hardware=_hardware_from(meta.get("hardware"), npz),
+            layer_split=split,
         )
+
+
+def _steps_from(prefix: str, npz, meta_steps: list) -> list[StepInfo]:
+    """The steps ``_steps_arrays`` wrote, numbered, complete and timed as ``meta_steps``."""
+    if f"{prefix}table.offsets" not in npz:
+        return [
+            StepInfo(int(num), bool(done), _db_from(f"{prefix}step{i}", npz), duration_ps=int(dur))
+            for i, (num, done, dur) in enumerate(meta_steps)
+        ]
+    static = {
+        name[len(f"{prefix}table.static.") :]: npz[name]
+        for name in npz.files
+        if name.startswith(f"{prefix}table.static.")
+    }
+    table = StepOps(
+        values={
+            name[len(f"{prefix}table.values.") :]: npz[name]
+            for name in npz.files
+            if name.startswith(f"{prefix}table.values.")
+        },
+        static={k: v.astype(object) if v.dtype.kind == "U" else v for k, v in static.items()},
+        offsets=npz[f"{prefix}table.offsets"],
+        op=npz[f"{prefix}table.op"],
+        total_time_ps=npz[f"{prefix}table.total"],
+    )
+    index = npz[f"{prefix}table.index"]
+    _check_table(table, index, len(meta_steps))
+    return [
+        StepInfo(int(num), bool(done), duration_ps=int(dur), table=table, index=int(i))
+        for i, (num, done, dur) in zip(index.tolist(), meta_steps)
+    ]
 
 
 def _hardware_from(meta: dict | None, npz) -> HardwareCounts | None:

@@ -282,6 +282,12 @@ class ModuleCosts(GenericOpCosts, LibraryCallCosts, FusionCosts, ControlFlowCost
         line = md.source_line if md.source_line > 0 else -1
         return md.source_file, line, self._stack_text(md.stack_frame_id)
 
+    def op_name(self, name: str) -> str:
+        """The named instruction's ``metadata.op_name``: the framework's name stack down to
+        the op (JAX ``jit(f)/jvp(block)/dot_general``, TensorFlow's node name), or ""."""
+        instr = self._by_name.get(name)
+        return instr.metadata.op_name if instr is not None else ""
+
     def _stack_text(self, frame_id: int) -> str:
         index = self._module.stack_frame_index
         lines: list[str] = []
