@@ -76,6 +76,22 @@ function programHover(label, r, memory = 'HBM', roofless = false) {
  * Category -> {color, symbol} in the current theme: one fixed style per category in every
  * view and run (theme.categoryStyle), whatever else the selection holds.
  */
+/** The Program's point (legend group 'program'): its marker and hover text are the view's. */
+export function programPoint(program, marker, hover) {
+  return {
+    type: 'scatter',
+    mode: 'markers',
+    name: 'Program',
+    legendgroup: 'program',
+    x: [chartIntensity(program)],
+    y: [program.measured_flop_rate * G],
+    marker,
+    text: [hover],
+    hovertemplate: '%{text}<extra></extra>',
+    meta: {kind: 'program'},
+  };
+}
+
 export function categoryStyles(categories) {
   return new Map(categories.map((category) => [category, categoryStyle(category, isDark())]));
 }
@@ -157,18 +173,13 @@ export function opFigure({rows, program, roofs, colors: c, selectedKey, memory =
     meta: {kind: 'ops', categories: list.map((row) => row.category)},
   });
   if (programPlottable) {
-    traces.push({
-      type: 'scatter',
-      mode: 'markers',
-      name: 'Program',
-      legendgroup: 'program',
-      x: [chartIntensity(program)],
-      y: [program.measured_flop_rate * G],
-      marker: {symbol: 'star-open', size: 20, color: c.program, line: {color: c.program, width: 2}},
-      text: [programHover('Program (the whole selection)', program, memory, roofs.none)],
-      hovertemplate: '%{text}<extra></extra>',
-      meta: {kind: 'program'},
-    });
+    traces.push(
+      programPoint(
+        program,
+        {symbol: 'star-open', size: 20, color: c.program, line: {color: c.program, width: 2}},
+        programHover('Program (the whole selection)', program, memory, roofs.none),
+      ),
+    );
   }
   const selected = plotted.find((row) => row.key === selectedKey);
   traces.push({

@@ -4,7 +4,7 @@
 // layer clicked (in the table or on the chart).
 
 import {api} from './api.js';
-import {categoryStyles, plot} from './charts.js';
+import {categoryStyles, plot, programPoint} from './charts.js';
 import {el, show, status} from './dom.js';
 import {downloadChart, exportButtons} from './export.js';
 import {
@@ -95,18 +95,13 @@ export function layerFigure({nodes, cut, roofs, colors: c, selectedId, memory}) 
   const styles = categoryStyles([...groups.keys()]);
   // The Program under the layers: it often sits where its biggest layer does.
   if (programShown) {
-    traces.push({
-      type: 'scatter',
-      mode: 'markers',
-      name: 'Program',
-      legendgroup: 'program',
-      x: [chartIntensity(program)],
-      y: [program.measured_flop_rate * G],
-      marker: {symbol: 'star', size: 20, color: c.program, line: {color: c.paper, width: 1.5}},
-      text: [layerHover({...program, path: 'Program (every layer)'}, memory, roofs.none)],
-      hovertemplate: '%{text}<extra></extra>',
-      meta: {kind: 'program'},
-    });
+    traces.push(
+      programPoint(
+        program,
+        {symbol: 'star', size: 20, color: c.program, line: {color: c.paper, width: 1.5}},
+        layerHover({...program, path: 'Program (every layer)'}, memory, roofs.none),
+      ),
+    );
   }
   let first = true;
   for (const [group, list] of groups) {

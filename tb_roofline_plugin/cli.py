@@ -163,6 +163,11 @@ def _positive(text: str) -> int:
     return value
 
 
+def _add_by(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--by op|layer`` (default op): what a line of the output is."""
+    parser.add_argument("--by", choices=("op", "layer"), default="op", help=help_text)
+
+
 def _depth(text: str) -> int:
     """--depth: a whole number of layer levels, 0 (the Program alone) or more."""
     try:
@@ -364,11 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
         "step number (that step's Program and op records)",
     )
     export.add_argument("--device", help=_DEVICE_HELP)
-    export.add_argument(
-        "--by",
-        choices=("op", "layer"),
-        default="op",
-        help="csv only: op (default: XProf's records) or layer (one line per layer of the "
+    _add_by(
+        export,
+        "csv only: op (default: XProf's records) or layer (one line per layer of the "
         "--step selection, the Program first)",
     )
     export.add_argument(
@@ -404,11 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("--output", "-o")
     summary.add_argument("--peaks", help=_PEAKS_HELP)
     summary.add_argument("--device", help=_DEVICE_HELP)
-    summary.add_argument(
-        "--by",
-        choices=("op", "layer"),
-        default="op",
-        help="op (default): the program and its top ops; layer: the layer tree (name "
+    _add_by(
+        summary,
+        "op (default): the program and its top ops; layer: the layer tree (name "
         "scopes, module paths), each layer's roofline",
     )
     summary.add_argument(

@@ -9,6 +9,7 @@ console errors, dialogs and requests to other hosts; screenshots go to `test-art
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -19,6 +20,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,46 @@ G = 1e9
 # ----------------------------------------------------------------------------- server
 
 
+def copy_profile(logdir: Path, run: str, profile: Path) -> None:
+    """Copies a profile file into ``logdir`` as run ``run``: ``name/sub`` is an XSpace run
+    (``name/plugins/profile/sub/``), a name without ``/`` a folder of PyTorch traces."""
+    name, _, sub = run.partition("/")
+    folder = logdir / name / "plugins/profile" / sub if sub else logdir / run
+    folder.mkdir(parents=True)
+    shutil.copyfile(profile, folder / profile.name)
+
+
+def plugin_tensorboard(logdir: Path, **kwargs) -> contextlib.AbstractContextManager[str]:
+    """``running_tensorboard`` for ``logdir``, its log and calibrations beside it (never the
+    user's own cache); ``kwargs`` go on to it."""
+    return running_tensorboard(
+        logdir,
+        logdir.parent / "tensorboard.log",
+        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
+        **kwargs,
+    )
+
+
+@contextlib.contextmanager
+def browser_context(width: int = 1280, height: int = 900) -> Iterator:
+    """A Chromium context with a ``width`` x ``height`` viewport, closed afterwards."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        yield context
+        context.close()
+        browser.close()
+
+
+@contextlib.contextmanager
+def opened_tab(base: str, selection: dict | None = None, width: int = 1280) -> Iterator[Session]:
+    """A ``Session`` on the tab of the server at ``base``, opened (with ``selection``)."""
+    with browser_context(width) as context:
+        session = Session(context, base)
+        session.open(selection)
+        yield session
+
+
 def _write_logdir(logdir: Path) -> None:
     demo.write_demo_logdir(logdir)
     ops = dict(OPS)
@@ -75,18 +117,14 @@ def _write_logdir(logdir: Path) -> None:
     broken = logdir / "broken/plugins/profile/run1/h.xplane.pb"
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"\x0a\xff\xff\xff not a profile")
-    if SHARED_SAMPLE.is_file():
-        shared = logdir / "shared_tpu/plugins/profile/run1" / SHARED_SAMPLE.name
-        shared.parent.mkdir(parents=True)
-        shutil.copyfile(SHARED_SAMPLE, shared)
-    if CPU_SAMPLE.is_file():
-        cpu = logdir / "jax_cpu/plugins/profile/run1" / CPU_SAMPLE.name
-        cpu.parent.mkdir(parents=True)
-        shutil.copyfile(CPU_SAMPLE, cpu)
-    for run, trace in ((TORCH_GPU_RUN, TORCH_GPU), (TORCH_CPU_RUN, TORCH_CPU)):
-        if trace.is_file():  # a folder of PyTorch profiler traces is a run
-            (logdir / run).mkdir()
-            shutil.copyfile(trace, logdir / run / trace.name)
+    for run, sample in (
+        (SHARED_RUN, SHARED_SAMPLE),
+        (CPU_RUN, CPU_SAMPLE),
+        (TORCH_GPU_RUN, TORCH_GPU),  # a folder of PyTorch profiler traces is a run
+        (TORCH_CPU_RUN, TORCH_CPU),
+    ):
+        if sample.is_file():
+            copy_profile(logdir, run, sample)
 
 
 @pytest.fixture(scope="module")

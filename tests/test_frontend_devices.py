@@ -4,20 +4,18 @@ devices) can be shown one device at a time; a host with one device has no picker
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.parse
 from pathlib import Path
 
 import pytest
-from tensorboard_process import running_tensorboard
 from test_frontend import (
-    CHROMIUM,
-    LAUNCH_ARGS,
     Session,
     api,
+    browser_context,
     column,
+    copy_profile,
     micros_of,
-    sync_api,
+    plugin_tensorboard,
     wait_view,
 )
 
@@ -37,24 +35,13 @@ def page(tmp_path_factory):
         pytest.skip("the shared jax_sharded4_jit and jax_mlp profiles are not here")
     logdir = tmp_path_factory.mktemp("devices_logdir")
     for run, (path,) in found.items():
-        name, sub = run.split("/")
-        target = logdir / name / "plugins" / "profile" / sub / path.name
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(path, target)
-    with running_tensorboard(
-        logdir,
-        logdir.parent / "tensorboard.log",
-        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
-    ) as base:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            session = Session(context, base)
-            session.requests = []
-            session.page.on("request", lambda r: session.requests.append(r.url))
-            session.open({"run": SHARDED_RUN, "host": "vm", "tool": "model"})
-            yield session
-            browser.close()
+        copy_profile(logdir, run, path)
+    with plugin_tensorboard(logdir) as base, browser_context() as context:
+        session = Session(context, base)
+        session.requests = []
+        session.page.on("request", lambda r: session.requests.append(r.url))
+        session.open({"run": SHARDED_RUN, "host": "vm", "tool": "model"})
+        yield session
 
 
 def _data_devices(requests: list[str]) -> list[str]:

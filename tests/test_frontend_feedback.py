@@ -16,13 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from tensorboard_process import running_tensorboard
-from test_frontend import CHROMIUM, LAUNCH_ARGS, Session, api, wait_view
+from test_frontend import Session, api, browser_context, plugin_tensorboard, wait_view
 
 from tb_roofline_plugin.demo.logdir import write_demo_logdir
 from tb_roofline_plugin.serve.progress import STAGES
-
-sync_api = pytest.importorskip("playwright.sync_api")
 
 STAGE_S = 2.5  # as tests/slow_tensorboard.py is told (TB_ROOFLINE_TEST_STAGE_S)
 TRAIN = "train_v5p/2026_01_01_00_00_00"
@@ -41,9 +38,8 @@ def server(tmp_path_factory):
     long.mkdir(parents=True)
     shutil.copyfile(host0, long / "host0.xplane.pb")
     shutil.copyfile(host0, logdir / STRAY)  # outside plugins/profile/<run>/: not read
-    with running_tensorboard(
+    with plugin_tensorboard(
         logdir,
-        logdir.parent / "tensorboard.log",
         command=(sys.executable, str(SLOW)),
         env={"TB_ROOFLINE_TEST_STAGE_S": str(STAGE_S)},
     ) as base:
@@ -52,12 +48,8 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def context():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+    with browser_context() as context:
         yield context
-        context.close()
-        browser.close()
 
 
 PROBE = """() => {

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 from counter_traces import write_counter_trace
-from tensorboard_process import running_tensorboard
-from test_frontend import CHROMIUM, LAUNCH_ARGS, Session, api, sync_api
+from test_frontend import api, opened_tab, plugin_tensorboard
 
 SHARED_TRACE = (
     Path(__file__).resolve().parents[2]
@@ -40,18 +39,8 @@ def page(tmp_path_factory):
     (logdir / CUPTI_RUN).mkdir()
     shutil.copyfile(SHARED_TRACE, logdir / CUPTI_RUN / f"{TRACE_NAME}.gz")
     write_counter_trace(logdir / COUNTED_RUN / TRACE_NAME, with_kernels=True, tensor=True)
-    with running_tensorboard(
-        logdir,
-        logdir.parent / "tensorboard.log",
-        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
-    ) as base:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            session = Session(context, base)
-            session.open()
-            yield session
-            browser.close()
+    with plugin_tensorboard(logdir) as base, opened_tab(base) as session:
+        yield session
 
 
 def test_counters_without_times_are_a_table_of_measured_and_modelled_flops(page):

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tensorboard_process import running_tensorboard
-from test_frontend import CHROMIUM, LAUNCH_ARGS, Session, sync_api, wait_view
+from test_frontend import opened_tab, plugin_tensorboard, wait_view
 
 RLO_HOST = "host\u202eevil"  # shown mirrored: "hostlive"
 RUN = "rtl"
@@ -39,18 +38,8 @@ def _write_trace(path) -> None:
 def page(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("hostile_names")
     _write_trace(logdir / RUN / f"{RLO_HOST}.1.pt.trace.json")
-    with running_tensorboard(
-        logdir,
-        logdir.parent / "tensorboard.log",
-        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
-    ) as base:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            session = Session(context, base)
-            session.open()
-            yield session
-            browser.close()
+    with plugin_tensorboard(logdir) as base, opened_tab(base) as session:
+        yield session
 
 
 def test_bidi_overrides_and_escapes_in_names_are_shown_as_text(page):

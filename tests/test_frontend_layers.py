@@ -16,17 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tensorboard_process import running_tensorboard
+from test_frontend import opened_tab, plugin_tensorboard
 from test_layers import _Trace
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"browser tests need Debian's chromium at {CHROMIUM}", allow_module_level=True)
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright for Python is not installed"
-)
-
-from test_frontend import LAUNCH_ARGS, Session  # noqa: E402
 
 QWEN = Path(__file__).resolve().parents[2] / "shared/data/field/tl_h100_qwen"
 TORCH_RUN, QWEN_RUN = "torch_modules", "qwen_h100"
@@ -58,20 +49,15 @@ def server(tmp_path_factory):
     if found:
         (logdir / QWEN_RUN).mkdir()
         shutil.copyfile(found[0], logdir / QWEN_RUN / "qwen.1.pt.trace.json.gz")
-    with running_tensorboard(logdir, logdir.parent / "tensorboard.log") as base:
+    with plugin_tensorboard(logdir) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
 def session(server):
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        s = Session(context, server)
-        s.open({"tool": "layers", "run": TORCH_RUN, "host": "worker0", "step": "total"})
+    selection = {"tool": "layers", "run": TORCH_RUN, "host": "worker0", "step": "total"}
+    with opened_tab(server, selection) as s:
         yield s
-        context.close()
-        browser.close()
 
 
 def layers(base: str, run: str, host: str, step: str = "total") -> dict:

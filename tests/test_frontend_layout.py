@@ -10,21 +10,18 @@ own rotated boxes) and checked here; colours against the same category in other 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from tensorboard_process import running_tensorboard
 from test_frontend import (
-    CHROMIUM,
-    LAUNCH_ARGS,
     SHARED_RUN,
     SHARED_SAMPLE,
     TRACES,
     TRAIN,
-    Session,
     api,
-    sync_api,
+    copy_profile,
+    opened_tab,
+    plugin_tensorboard,
     wait_view,
 )
 
@@ -44,34 +41,17 @@ G = 1e9
 def server(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("layout_logdir")
     demo.write_demo_logdir(logdir)
-    if MI300X.is_file():
-        target = logdir / MI300X_RUN.replace("/", "/plugins/profile/") / MI300X.name
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(MI300X, target)
-    if MI250.is_file():
-        (logdir / MI250_RUN).mkdir()
-        shutil.copyfile(MI250, logdir / MI250_RUN / MI250.name)
-    if SHARED_SAMPLE.is_file():
-        target = logdir / SHARED_RUN.replace("/", "/plugins/profile/") / SHARED_SAMPLE.name
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(SHARED_SAMPLE, target)
-    with running_tensorboard(
-        logdir,
-        logdir.parent / "tensorboard.log",
-        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
-    ) as base:
+    for run, profile in ((MI300X_RUN, MI300X), (MI250_RUN, MI250), (SHARED_RUN, SHARED_SAMPLE)):
+        if profile.is_file():
+            copy_profile(logdir, run, profile)
+    with plugin_tensorboard(logdir) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
 def tab(server):
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context(viewport={"width": 1440, "height": 900})
-        session = Session(context, server)
-        session.open()
+    with opened_tab(server, width=1440) as session:
         yield session
-        browser.close()
 
 
 @pytest.fixture

@@ -6,21 +6,18 @@ names the module and the line of Python. Every value is checked against the HTTP
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from tensorboard_process import running_tensorboard
 from test_frontend import (
     ARTIFACTS,
-    CHROMIUM,
-    LAUNCH_ARGS,
     OP_POINTS,
     TRAIN,
-    Session,
     api,
+    copy_profile,
+    opened_tab,
+    plugin_tensorboard,
     records,
-    sync_api,
 )
 
 from tb_roofline_plugin import demo
@@ -49,25 +46,11 @@ ROW = """(key) => { const tr = [...document.querySelectorAll('#op-table tbody tr
 def page(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("op_identity")
     demo.write_demo_logdir(logdir)
-    if AMD_GEMM.is_file():
-        target = logdir / "amd_gemm/plugins/profile/run1" / AMD_GEMM.name
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(AMD_GEMM, target)
-    if TORCH_STACK.is_file():
-        (logdir / TORCH_RUN).mkdir()
-        shutil.copyfile(TORCH_STACK, logdir / TORCH_RUN / TORCH_STACK.name)
-    with running_tensorboard(
-        logdir,
-        logdir.parent / "tensorboard.log",
-        extra_args=("--roofline_calibration_dir", str(logdir.parent / "calibration")),
-    ) as base:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            session = Session(context, base)
-            session.open()
-            yield session
-            browser.close()
+    for run, profile in ((GEMM_RUN, AMD_GEMM), (TORCH_RUN, TORCH_STACK)):
+        if profile.is_file():
+            copy_profile(logdir, run, profile)
+    with plugin_tensorboard(logdir) as base, opened_tab(base, width=1440) as session:
+        yield session
 
 
 def _ops(base: str, run: str, host: str) -> tuple[list[dict], dict[str, dict]]:

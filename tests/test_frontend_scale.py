@@ -14,12 +14,9 @@ import json
 import math
 
 import pytest
-from tensorboard_process import running_tensorboard
-from test_frontend import CHROMIUM, LAUNCH_ARGS, TRACES, Session, api, wait_view
+from test_frontend import TRACES, Session, api, browser_context, plugin_tensorboard, wait_view
 
 from tb_roofline_plugin.demo import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace, write_profile
-
-sync_api = pytest.importorskip("playwright.sync_api")
 
 STEPS = 1500
 SCALE_RUN, SCALE_HOST = "tpu_1500/run1", "h"
@@ -54,18 +51,14 @@ def server(tmp_path_factory):
     write_profile(logdir / "tpu_1500/plugins/profile/run1/h.xplane.pb", tpu_xspace(spec))
     outside = _steps_after_every_launch(gpu_xspace(GpuSpec(steps=STEPS, gpus=1, host="g")))
     write_profile(logdir / "gpu_outside_steps/plugins/profile/run1/g.xplane.pb", outside)
-    with running_tensorboard(logdir, logdir.parent / "tensorboard.log") as base:
+    with plugin_tensorboard(logdir) as base:
         yield base
 
 
 @pytest.fixture(scope="module")
 def context():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+    with browser_context() as context:
         yield context
-        context.close()
-        browser.close()
 
 
 def _texts(frame) -> list[str]:

@@ -50,8 +50,9 @@ def _raw_step_window(path: Path) -> tuple[int, int]:
     return min(b for b, _ in spans), max(e for _, e in spans)
 
 
-def _raw_ops(path: Path):
-    """(device ordinal, begin, end of flight) of every op event, from the raw XSpace."""
+def _raw_host_ops(path: Path):
+    """The host plane of the raw XSpace and (stats by name, begin, end of flight) of each of
+    its op events: an op's flight ends at the last ``end: `` event its flow (``_p``) reaches."""
     space = xplane_pb2.XSpace.FromString(path.read_bytes())
     (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
     names = {k: m.name for k, m in plane.stat_metadata.items()}
@@ -69,9 +70,17 @@ def _raw_ops(path: Path):
                 flow = (
                     stats["_p"].uint64_value or stats["_p"].int64_value if "_p" in stats else None
                 )
-                device = stats["device_ordinal"].int64_value if "device_ordinal" in stats else 0
-                ops.append((device, begin, end, flow))
-    return [(d, b, max(e, ends.get(f, e))) for d, b, e, f in ops]
+                ops.append((stats, begin, end, flow))
+    return plane, [(s, b, max(e, ends.get(f, e))) for s, b, e, f in ops]
+
+
+def _raw_ops(path: Path):
+    """(device ordinal, begin, end of flight) of every op event, from the raw XSpace."""
+    _, ops = _raw_host_ops(path)
+    return [
+        (s["device_ordinal"].int64_value if "device_ordinal" in s else 0, begin, end)
+        for s, begin, end in ops
+    ]
 
 
 # --- several devices on one host ------------------------------------------------------------

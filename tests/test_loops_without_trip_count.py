@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_loops_and_devices import _jaxlib_flops, _module, _path, _rooted
+from test_loops_and_devices import _jaxlib_flops, _module, _path, _raw_host_ops, _rooted
 
 from tb_roofline_plugin.platforms.analysis import analyze_file
-from tb_roofline_plugin.protos import hlo_pb2, roofline_model_pb2, xplane_pb2
+from tb_roofline_plugin.protos import hlo_pb2, roofline_model_pb2
 from tb_roofline_plugin.roofline.model import build_database
 
 ALL, PER_STEP = roofline_model_pb2.ALL, roofline_model_pb2.PER_STEP
@@ -46,30 +46,17 @@ def _loop_parts(module: hlo_pb2.HloModuleProto, name: str):
 def _raw_trips(path: Path, program_id: int, name: str, body_names: set[str]) -> list[int]:
     """Iterations of each event of loop ``name`` (in time order) from the raw XSpace: the
     most events of one body instruction starting in the loop event's flight."""
-    space = xplane_pb2.XSpace.FromString(path.read_bytes())
-    (plane,) = [p for p in space.planes if p.name == "/host:CPU"]
-    names = {k: m.name for k, m in plane.stat_metadata.items()}
-    ops, flow_ends = [], {}
-    for line in plane.lines:
-        base = line.timestamp_ns * 1000
-        for event in line.events:
-            stats = {names.get(s.metadata_id): s for s in event.stats}
-            begin = base + event.offset_ps
-            end = begin + event.duration_ps
-            if plane.event_metadata[event.metadata_id].name.startswith("end: ") and "_c" in stats:
-                flow = stats["_c"].uint64_value or stats["_c"].int64_value
-                flow_ends[flow] = max(flow_ends.get(flow, end), end)
-            if "hlo_op" in stats and "program_id" in stats:
-                program = stats["program_id"].int64_value or stats["program_id"].uint64_value
-                op = stats["hlo_op"]
-                text = op.str_value or plane.stat_metadata[op.ref_value].name
-                flow = stats["_p"].uint64_value or stats["_p"].int64_value if "_p" in stats else 0
-                if program == program_id:
-                    ops.append((begin, end, flow, text.rsplit("::", 1)[-1]))
-    loops = sorted((b, max(e, flow_ends.get(f, e))) for b, e, f, n in ops if n == name)
+    plane, raw = _raw_host_ops(path)
+    ops = []
+    for stats, begin, end in raw:
+        if (stats["program_id"].int64_value or stats["program_id"].uint64_value) == program_id:
+            op = stats["hlo_op"]
+            text = op.str_value or plane.stat_metadata[op.ref_value].name
+            ops.append((begin, end, text.rsplit("::", 1)[-1]))
+    loops = sorted((b, e) for b, e, n in ops if n == name)
     trips = []
     for begin, end in loops:
-        counts = Counter(n for b, _, _, n in ops if begin <= b < end and n in body_names)
+        counts = Counter(n for b, _, n in ops if begin <= b < end and n in body_names)
         trips.append(max(counts.values(), default=0))
     return trips
 

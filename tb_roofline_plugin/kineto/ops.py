@@ -546,6 +546,21 @@ def _device(events: TraceEvents, wanted: set[int]) -> tuple[PerfEnv, str]:
     return device_peaks(prop) if prop else (PerfEnv(source="none"), "GPU")
 
 
+def _gpu_environment(
+    events: TraceEvents, wanted: set[int], device_count: int
+) -> tuple[RunEnvironment, PerfEnv]:
+    """The run and peaks of a GPU trace whose ``device_count`` devices all ran (``wanted``:
+    their ids, to pick the ``deviceProperties`` entry)."""
+    perf_env, described = _device(events, wanted)
+    run_env = RunEnvironment(
+        hardware_type="GPU",
+        device_type=described,
+        device_core_count=device_count,
+        active_core_count=device_count,
+    )
+    return run_env, perf_env
+
+
 def has_device(events: TraceEvents) -> bool:
     """True for a trace of an accelerator: kernel launch calls, ``deviceProperties`` or
     MTIA events, with or without device activity."""
@@ -625,15 +640,12 @@ def gpu_op_stats(events: TraceEvents, host: str) -> OpStats:
             split_ex, np.zeros(len(counted), np.int64), split_op, one, time_ps, np.array([total_ps])
         )
     copies = np.flatnonzero(~is_kernel)
-    perf_env, described = _device(events, {int(d) for d in devices.tolist() if d < 10**9})
+    run_env, perf_env = _gpu_environment(
+        events, {int(d) for d in devices.tolist() if d < 10**9}, len(devices)
+    )
     stats = OpStats(
         hosts=[host],
-        run_env=RunEnvironment(
-            hardware_type="GPU",
-            device_type=described,
-            device_core_count=len(devices),
-            active_core_count=len(devices),
-        ),
+        run_env=run_env,
         perf_env=perf_env,
         all_db=whole.db(0),
         unattributed=_unattributed(events, gpu[copies], total_ps),
@@ -1103,15 +1115,10 @@ def counter_op_stats(events: TraceEvents, host: str) -> OpStats | None:
         ex, np.zeros(len(found.counted), np.int64), kernel_op, no_time, no_time, np.array([0])
     )
     wanted = {p for p in (events.pids[d] for d in devices.tolist()) if isinstance(p, int)}
-    perf_env, described = _device(events, wanted)
+    run_env, perf_env = _gpu_environment(events, wanted, len(devices))
     stats = OpStats(
         hosts=[host],
-        run_env=RunEnvironment(
-            hardware_type="GPU",
-            device_type=described,
-            device_core_count=len(devices),
-            active_core_count=len(devices),
-        ),
+        run_env=run_env,
         perf_env=perf_env,
         all_db=whole.db(0),
     )

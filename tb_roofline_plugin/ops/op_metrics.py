@@ -109,6 +109,10 @@ def empty_columns(n: int) -> dict[str, Any]:
     }
 
 
+# The columns of strings (numpy object arrays), in the db's order.
+STRING_COLUMNS = tuple(k for k, v in empty_columns(0).items() if v.dtype == object)
+
+
 # The columns of an HLO op's ``hlo.text.OpText``, in its order.
 TEXT_COLUMNS = ("shapes", "hlo_text", "framework_op", "code_line")
 

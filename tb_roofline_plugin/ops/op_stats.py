@@ -12,7 +12,14 @@ from ..peaks.devices import device_time_words
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
 from .hardware import HardwareCounts, combine_hardware
-from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
+from .op_metrics import (
+    IDLE_NAME,
+    STRING_COLUMNS,
+    OpMetricsDb,
+    combine,
+    empty_columns,
+    empty_db,
+)
 from .step_ops import ROW_COLUMNS, StepOps
 
 
@@ -460,20 +467,7 @@ class HostsCombiner:
 
 
 # What a row of a db says about its op rather than adding up: kept once per op.
-_DESCRIPTIVE = (
-    "program_id",
-    "name",
-    "category",
-    "source_file",
-    "source_line",
-    "source_stack",
-    "dtype",
-    "shapes",
-    "hlo_text",
-    "framework_op",
-    "code_line",
-    "op_path",
-)
+_DESCRIPTIVE = ("program_id", "source_line", *STRING_COLUMNS)
 
 
 @dataclass

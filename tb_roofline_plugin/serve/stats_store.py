@@ -24,7 +24,7 @@ import numpy as np
 
 from ..files import read_regular
 from ..ops.hardware import HardwareCounts
-from ..ops.op_metrics import OpMetricsDb
+from ..ops.op_metrics import STRING_COLUMNS, OpMetricsDb
 from ..ops.op_stats import Diagnostics, LayerSplit, OpStats, StepInfo, shared_table
 from ..ops.step_ops import StepOps
 from ..peaks.perf_env import PerfEnv, RunEnvironment
@@ -34,18 +34,6 @@ _LOG = logging.getLogger(__name__)
 # 7: XLA:CPU self times are busy shares; the host's devices; 8: hardware counters (Total (HW));
 # 9: ops' shapes, HLO text, framework op (issue 21), op_path, PyTorch's layer split (issue 23)
 FORMAT = "tb-roofline-stats/9"
-_OBJECT_COLUMNS = (
-    "name",
-    "category",
-    "source_file",
-    "source_stack",
-    "dtype",
-    "shapes",
-    "hlo_text",
-    "framework_op",
-    "code_line",
-    "op_path",
-)
 
 
 def cache_key(path: str, size: int, mtime: float, peaks: str | None = None) -> str:
@@ -60,7 +48,7 @@ def _db_arrays(prefix: str, db: OpMetricsDb) -> dict[str, Any]:
         if f.name == "extra":
             continue
         value = getattr(db, f.name)
-        if f.name in _OBJECT_COLUMNS:
+        if f.name in STRING_COLUMNS:
             value = np.asarray([str(v) for v in value], dtype=str)
         out[f"{prefix}.{f.name}"] = np.asarray(value)
     return out
@@ -72,7 +60,7 @@ def _db_from(prefix: str, data) -> OpMetricsDb:
         if f.name == "extra":
             continue
         value = data[f"{prefix}.{f.name}"]
-        if f.name in _OBJECT_COLUMNS:
+        if f.name in STRING_COLUMNS:
             value = value.astype(object)
         elif f.name == "total_time_ps":
             value = int(value)
