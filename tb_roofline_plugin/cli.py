@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import sys
 
 from .errors import RooflineError
@@ -241,6 +240,8 @@ def _demo(args: argparse.Namespace) -> int:
     command = [exe] if os.path.exists(exe) else [sys.executable, "-m", "tensorboard.main"]
     command += ["--logdir", args.logdir, "--host", args.host, "--port", str(args.port)]
     try:
+        import subprocess
+
         return subprocess.call(command)
     except KeyboardInterrupt:
         return 0
