@@ -46,6 +46,7 @@ class CoreOps:
     sums: SpanSums
     op_row: np.ndarray
     ops: dict[str, np.ndarray]  # per-occurrence costs and identity of each distinct op
+    ops_source: object  # cores with the same (not None) have equal ``ops``
     steps: list[tuple[int, int, int]]  # (step number, begin ps, end ps)
     windows: list[tuple[int, int]] | None  # (begin, end) ps of the steps the sums are of
 
@@ -112,9 +113,10 @@ _OP_TABLES_KEPT = 8
 _OP_TABLES_LOCK = threading.Lock()
 
 
-def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray]:
+def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.ndarray, object]:
     """``_op_table``, its result kept for planes with the same metadata (the columns copied:
-    each core owns its own)."""
+    each core owns its own); and what the columns were copied from (cores with the same
+    one have equal op tables; None: a table of its own)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes())
@@ -128,7 +130,8 @@ def _shared_op_table(plane: Plane, metadata_ids: np.ndarray) -> tuple[dict, np.n
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
-    return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(distinct, metadata_ids)]
+    copied = {k: v.copy() for k, v in cols.items()}
+    return copied, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
 
 
 def _instruction_name(hlo_text: str) -> str:
@@ -162,7 +165,7 @@ def core_ops(
     """The core's op events summed per op and per window (of its ``steps``; None: none)."""
     lines = [line for line in plane.lines if line.name in OP_LINES]
     sums = span_sums(plane, lines, _EVENT_STATS, windows)
-    ops, op_row = _shared_op_table(plane, sums.ids)
+    ops, op_row, source = _shared_op_table(plane, sums.ids)
     key = _distinct_keys(ops, op_row)
     if key is not None:  # two metadata ids of one op: their events are summed together
         parts = [line_events(plane, line, numeric_stats=_EVENT_STATS) for line in lines]
@@ -172,8 +175,8 @@ def core_ops(
             first.setdefault(k, mid)
         merged = np.array([first[k] for k in key.tolist()], np.int64)
         sums = array_span_sums(parts, _EVENT_STATS, windows, merged[_positions(sums.ids, ids)])
-        ops, op_row = _shared_op_table(plane, sums.ids)
-    return CoreOps(sums=sums, op_row=op_row, ops=ops, steps=steps, windows=windows)
+        ops, op_row, source = _shared_op_table(plane, sums.ids)
+    return CoreOps(sums, op_row, ops, source, steps, windows)
 
 
 def _positions(distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -222,8 +225,15 @@ def windowed_ops(cores: list[CoreOps], by_window: bool = False) -> StepOps:
     or per (window, op) cell) are added core by core, so no per-window merging is needed.
     """
     keys: dict[tuple[int, str], int] = {}
-    mappings = []
-    for core in cores:
+    mappings: list[np.ndarray] = []
+    first_with: dict[int, int] = {}  # an op table's first core (by its source)
+    for c, core in enumerate(cores):
+        seen = first_with.get(id(core.ops_source)) if core.ops_source is not None else None
+        if seen is not None:  # a core of the same program: the same keys
+            mappings.append(mappings[seen])
+            continue
+        if core.ops_source is not None:
+            first_with[id(core.ops_source)] = c
         mapping = np.empty(len(core.ops["name"]), np.int64)
         pairs = zip(core.ops["program_id"].tolist(), core.ops["name"].tolist())
         for row, key in enumerate(pairs):
@@ -231,9 +241,12 @@ def windowed_ops(cores: list[CoreOps], by_window: bool = False) -> StepOps:
         mappings.append(mapping)
     n = len(keys)
     table = empty_columns(n)
-    for core, mapping in reversed(list(zip(cores, mappings))):  # the first core wins
+    # The first core with an op describes it: later cores are written first, each table once.
+    firsts = sorted({c if core.ops_source is None else first_with[id(core.ops_source)]
+                     for c, core in enumerate(cores)})  # fmt: skip
+    for c in reversed(firsts):
         for col in _STATIC:
-            table[col][mapping] = core.ops[col]
+            table[col][mappings[c]] = cores[c].ops[col]
     count = 1
     totals = np.zeros(1, np.int64)
     if by_window:
