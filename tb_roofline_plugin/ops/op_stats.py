@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..arrays import unique
+from ..arrays import held_bytes, unique
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from .op_metrics import IDLE_NAME, OpMetricsDb, combine, empty_columns, empty_db
 from .step_ops import ROW_COLUMNS, StepOps
@@ -58,20 +58,47 @@ class StepInfo:
         return f"StepInfo(step_num={self.step_num}, complete={self.complete})"
 
 
+class StepList(list):
+    """The StepInfos ``table_steps`` makes, with what they were made of as arrays: readers of
+    every step (the json's step list, which steps hold ops) take the arrays instead of a
+    Python loop over tens of thousands of objects. A slice or copy is a plain list."""
+
+    def __init__(self, items, table: StepOps, numbers, complete, durations) -> None:
+        super().__init__(items)
+        self.table = table
+        self.positions = np.arange(len(numbers), dtype=np.int64)  # in ``table``
+        self.numbers = numbers  # int64 per step
+        self.complete = complete  # bool
+        self.durations = durations  # int64 ps
+
+
 def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
     """The StepInfo of every step of ``table`` (same order)."""
+    numbers = np.asarray(numbers, np.int64)
+    complete = np.asarray(complete, bool)
+    durations = np.asarray(durations, np.int64)
     # As Python ints and bools once: tens of thousands of steps, no numpy scalar each.
-    numbers = np.asarray(numbers, np.int64).tolist()
-    complete = np.asarray(complete, bool).tolist()
-    durations = np.asarray(durations, np.int64).tolist()
-    return [
+    items = [
         StepInfo(num, done, duration_ps=d, table=table, index=i)
-        for i, (num, done, d) in enumerate(zip(numbers, complete, durations))
+        for i, (num, done, d) in enumerate(
+            zip(numbers.tolist(), complete.tolist(), durations.tolist())
+        )
     ]
+    return StepList(items, table, numbers, complete, durations)
+
+
+def step_arrays(steps: list[StepInfo]) -> StepList | None:
+    """``steps`` as ``table_steps`` made them, arrays included; None for any other list."""
+    if isinstance(steps, StepList) and len(steps) == len(steps.numbers):
+        return steps
+    return None
 
 
 def shared_table(steps: list[StepInfo]) -> tuple[StepOps | None, np.ndarray]:
     """The one StepOps all ``steps`` live in and their indices there, or (None, [])."""
+    made = step_arrays(steps)
+    if made is not None:
+        return made.table, made.positions
     table = steps[0].table if steps else None
     if table is None or any(s.table is not table or s._db is not None for s in steps):
         return None, np.zeros(0, np.int64)
@@ -92,7 +119,7 @@ def step_nbytes(steps: list[StepInfo]) -> int:
     """Memory the steps' ops hold: each shared table once, and the steps' own dbs."""
     tables = {id(s.table): s.table for s in steps if s._db is None and s.table is not None}
     own = [s._db for s in steps if s._db is not None]
-    numeric = sum(v.nbytes for db in own for v in db.__dict__.values() if hasattr(v, "nbytes"))
+    numeric = held_bytes([v for db in own for v in db.__dict__.values() if hasattr(v, "nbytes")])
     return sum(t.nbytes for t in tables.values()) + numeric
 
 
@@ -374,7 +401,8 @@ class HostsStepOps(StepOps):
 
     @property
     def nbytes(self) -> int:
-        return super().nbytes + self.key.nbytes
+        return held_bytes([*self.values.values(), *self.static.values(), self.op, self.offsets,
+                           self.key])  # fmt: skip
 
     def db(self, step: int) -> OpMetricsDb:
         part = self.row_db(slice(int(self.offsets[step]), int(self.offsets[step + 1])))

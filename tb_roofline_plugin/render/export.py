@@ -16,7 +16,13 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .. import __version__
 from ..hlo.cost.shapes import roofline_dtype
-from ..ops.op_stats import OpStats, StepInfo, steps_holding_ops, steps_without_ops_note
+from ..ops.op_stats import (
+    OpStats,
+    StepInfo,
+    step_arrays,
+    steps_holding_ops,
+    steps_without_ops_note,
+)
 from ..ops.selection import TOTAL, Selection, select
 from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
 from ..peaks.devices import DTYPES, main_memory
@@ -631,12 +637,16 @@ def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None
     (None: without it, or for numbers beyond 64 bits, which ``json.dumps`` writes)."""
     if not compiled_writer() or not steps:
         return None
-    try:
-        numbers = np.fromiter((s.step_num for s in steps), np.int64, len(steps))
-        durations = np.fromiter((s.duration_ps for s in steps), np.int64, len(steps))
-    except OverflowError:
-        return None
-    complete = np.fromiter((s.complete for s in steps), bool, len(steps))
+    made = step_arrays(steps)
+    if made is not None:
+        numbers, durations, complete = made.numbers, made.durations, made.complete
+    else:
+        try:
+            numbers = np.fromiter((s.step_num for s in steps), np.int64, len(steps))
+            durations = np.fromiter((s.duration_ps for s in steps), np.int64, len(steps))
+        except OverflowError:
+            return None
+        complete = np.fromiter((s.complete for s in steps), bool, len(steps))
     keys = ["step_num", "complete", "duration_us", "holds_ops"]
     literals, tail = object_literals(keys, indent, 2)
     fields = [

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arrays import held_bytes
 from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
@@ -45,6 +46,8 @@ DISCOVERY_TTL_S = 5.0  # a known run is looked up in a listing at most this old
 # flood of made-up names costs one walk every few seconds, not one walk each.
 RESCAN_MIN_S = 2.0
 RECORD_BYTES = 512  # about a record's share of a model (numbers and strings)
+RECORD_OVERHEAD = 1.25  # the records' Python objects beyond their numbers and characters
+STEP_BYTES = 96  # a StepInfo object
 WORKERS_MIN_BYTES = 256_000_000  # hosts to convert together before starting workers pays
 
 
@@ -117,15 +120,18 @@ class Result:
         return complete_json_text(model, self.stats, self.sources, selection)
 
     def size_bytes(self) -> int:
+        """About the memory the result holds (measured with tracemalloc on profiles of 1 to
+        300 MB: within a fifth), so that a big profile's result stays cached."""
         all_db = self.stats.all_db
-        numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
+        numeric = held_bytes([v for v in all_db.__dict__.values() if isinstance(v, np.ndarray)])
         numeric += step_nbytes(self.stats.steps)
         if self._model is not None:
             records = self._model.records.approx_bytes()
         else:  # about what the model will hold: both record sets, ops up to the records cap
             ops = min(len(all_db), MAX_OP_RECORDS) + 2 + len(self.stats.steps)
             records = 2 * ops * RECORD_BYTES
-        return 4 * records + 2 * numeric + 64 * 1024
+        steps = STEP_BYTES * len(self.stats.steps)
+        return int(RECORD_OVERHEAD * records) + numeric + steps + 64 * 1024
 
 
 def required_value(name: str, value: str | None) -> str:
