@@ -23,7 +23,8 @@ from the top page's navigation, with the same targets (TensorBoard's own app loa
 `--step-profile FILE` (e.g. the ~300 MB GPU profile `benchmarks/run.py` generates) times a
 step switch: TensorBoard is started on that profile alone and warmed with its first `data`
 request (the conversion is cached before the browser asks), the plugin page opens on the
-Total, then steps the page has not asked for before are chosen as a user would, each timed
+Total, then steps the page has not asked for before are chosen as a user would (once the
+page has had no request in flight for half a second, as after a look at the view), each timed
 from the click (or the Enter in the step box) to the op chart's next paint with that step's
 records (`window.__roofline.opChartLastPaintMs`): the next step (the ▶ button, which the page
 may have fetched ahead) and steps far from any asked for (typed into the step box). Target:
@@ -168,11 +169,13 @@ def step_switches(base: str, run: str, host: str, switches: int) -> list[dict]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            quiet = _quiet_network(page)
             page.goto(f"{base}/data/plugin_entry.html?name=roofline", wait_until="commit")
             page.wait_for_function(PAINTED, timeout=300_000)
             plan = [("typed", step) for step in far]
             plan.insert(1, ("next", None))  # ▶ after the first typed step: its neighbour
             for kind, step in plan:
+                quiet()  # as a user who looks at the view before choosing another step
                 page.evaluate(CLICK_TIME)
                 if kind == "next":
                     button = page.locator("#step-select-next")
@@ -190,6 +193,28 @@ def step_switches(base: str, run: str, host: str, switches: int) -> list[dict]:
         finally:
             browser.close()
     return found
+
+
+def _quiet_network(page, quiet_ms: int = 500, timeout_s: float = 120):
+    """A function that waits until the page has had no request in flight for ``quiet_ms``."""
+    flying: set = set()
+    page.on("request", lambda request: flying.add(request))
+    page.on("requestfinished", lambda request: flying.discard(request))
+    page.on("requestfailed", lambda request: flying.discard(request))
+
+    def wait() -> None:
+        deadline = time.monotonic() + timeout_s
+        calm_since = None
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+            if flying:
+                calm_since = None
+            elif calm_since is None:
+                calm_since = time.monotonic()
+            elif time.monotonic() - calm_since >= quiet_ms / 1000:
+                return
+
+    return wait
 
 
 def _report_steps(found: list[dict]) -> bool:

@@ -56,11 +56,27 @@ export const api = {
   runs: () => getJson('runs'),
   hosts: (run) => getJson('hosts', {run}),
   steps: (run, host) => getJson('steps', {run, host}, {cached: true}),
-  /** Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or a `peaks` value. */
+  /**
+   * Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or
+   * a `peaks` value. A step's answer comes without the list of steps (`step_list=0`): the
+   * whole profile's answer has it, and it can be megabytes.
+   */
   roofline: (run, host, step = 'total', peaks = '') =>
-    getJson('data', withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks), {
-      cached: true,
-    }),
+    getJson(
+      'data',
+      withPeaks(
+        {
+          run,
+          host,
+          tag: 'roofline_model',
+          format: 'json',
+          step,
+          ...(step === 'total' ? {} : {step_list: 0}),
+        },
+        peaks,
+      ),
+      {cached: true},
+    ),
   compare: (a, b, peaks = '') =>
     getJson(
       'compare',

@@ -1,8 +1,8 @@
 // The roofline tab. TensorBoard loads this module in an iframe (whose <base> is
 // plugin/roofline/) and calls render(). Modules: app (controller), sidebar, model_view and
 // compare (the two tools), charts/roofs (Plotly figures), table, pager, step_picker, filters,
-// columns, device, export, model/guidance (data shaping), api, state, theme, timing, format,
-// dom, plotly.
+// columns, device, export, model/guidance (data shaping), api, prefetch (the neighbouring
+// steps), state, theme, timing, format, dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -29,6 +29,7 @@ export const MODULES = [
   'pager.js',
   'peaks.js',
   'plotly.js',
+  'prefetch.js',
   'roofs.js',
   'sidebar.js',
   'state.js',

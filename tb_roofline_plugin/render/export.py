@@ -713,9 +713,11 @@ def complete_json_text(
     sources: list[str],
     selection: Selection | None = None,
     indent: int | None = None,
+    step_list: bool = True,
 ) -> str:
-    """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
-    return "".join(complete_json_pieces(model, stats, sources, selection, indent))
+    """``json.dumps(to_json(...), indent=indent)``, the records written column by column;
+    without ``step_list``, the ``steps`` key is left out (the tab has the list already)."""
+    return "".join(complete_json_pieces(model, stats, sources, selection, indent, step_list))
 
 
 def complete_json_pieces(
@@ -724,16 +726,20 @@ def complete_json_pieces(
     sources: list[str],
     selection: Selection | None = None,
     indent: int | None = None,
+    step_list: bool = True,
 ) -> list[str]:
     """``complete_json_text`` in pieces (the big ones never joined here)."""
     selection = selection or select(stats, TOTAL)
     header = _with_plausibility(message_to_dict(model.header), model, selection, stats)
     if len(model.records):
         header = _with_records(header, [])
-    steps = _steps_pieces(stats.steps, indent) if len(model.records) else None
-    body = _body(
-        model, stats, sources, selection, header, ops=[], steps=None if steps is None else []
-    )
+    steps = None
+    if len(model.records) and step_list:
+        steps = _steps_pieces(stats.steps, indent)
+    made_here = steps is None and step_list  # the list as dicts, json.dumps writes it
+    body = _body(model, stats, sources, selection, header, ops=[], steps=None if made_here else [])
+    if not step_list:
+        del body["steps"]
     if not len(model.records):
         body["ops"] = op_details(model, stats, selection)
         return [json.dumps(body, indent=indent)]
@@ -747,7 +753,8 @@ def complete_json_pieces(
     if pieces is None:  # a placeholder clashed with the profile's text: the slow way
         body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
         body["ops"] = op_details(model, stats, selection)
-        body["steps"] = step_dicts(stats.steps)
+        if step_list:
+            body["steps"] = step_dicts(stats.steps)
         pieces = [json.dumps(body, indent=indent)]
     return pieces
 

@@ -209,6 +209,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
                 args.get("format"),
                 args.get("step"),
                 args.get("peaks"),
+                args.get("step_list"),
             ),
         )
 

@@ -108,16 +108,17 @@ class Result:
         """The whole profile's database message (built on every call: the API's form)."""
         return self.model.database()
 
-    def render(self, fmt: str, step: str | int = TOTAL) -> str:
-        """The response text of a format (and, for json, a step); the service keeps it in
-        its payload cache, within --roofline_cache_mb, never here."""
+    def render(self, fmt: str, step: str | int = TOTAL, step_list: bool = True) -> str:
+        """The response text of a format (and, for json, a step, with or without the list
+        of steps); the service keeps it in its payload cache, within --roofline_cache_mb,
+        never here."""
         if fmt == "datatable":
             return datatable_text(self.model)
         if fmt == "csv":
             return csv_text(self.model)
         selection = select(self.stats, step)
         model = self.model if step == TOTAL else selection_model(self.stats, selection)
-        return complete_json_text(model, self.stats, self.sources, selection)
+        return complete_json_text(model, self.stats, self.sources, selection, step_list=step_list)
 
     def size_bytes(self) -> int:
         """About the memory the result holds (measured with tracemalloc on profiles of 1 to
@@ -467,11 +468,15 @@ class RooflineService:
 
         return self.cache.get(key, combine, Result.size_bytes), key
 
-    def _payload(self, part: tuple[Result, tuple], fmt: str, step: str | int = TOTAL) -> str:
+    def _payload(
+        self, part: tuple[Result, tuple], fmt: str, step: str | int = TOTAL, step_list: bool = True
+    ) -> str:
         """A response text, rendered once while it fits the payload share of the cache."""
         result, key = part
         return self.payloads.get(
-            ("text", key, fmt, step), lambda: result.render(fmt, step), _text_bytes
+            ("text", key, fmt, step, step_list),
+            lambda: result.render(fmt, step, step_list),
+            _text_bytes,
         )
 
     def peaks_options(self) -> dict:
@@ -506,11 +511,13 @@ class RooflineService:
         fmt: str | None,
         step: str | None = None,
         peaks: str | None = None,
+        step_list: str | None = None,
     ) -> str:
         """The roofline of a selection as JSON text (``datatable`` or ``json``).
 
         ``step`` (json only) is ``total`` (default), ``average`` or a step number; ``peaks``
-        see ``peaks_choice``.
+        see ``peaks_choice``; ``step_list`` (json only) ``0`` leaves the list of steps out
+        (``1``, the default: in).
         """
         self._check_tag(tag)
         fmt = optional_value("format", fmt) or "datatable"
@@ -519,7 +526,12 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        return self._payload(self._selected(run, host, peaks), fmt, chosen)
+        listed = optional_value("step_list", step_list) or "1"
+        if listed not in ("0", "1"):
+            raise BadRequest(f"step_list must be 0 or 1, not {listed!r}")
+        if fmt == "datatable" and listed == "0":
+            raise BadRequest("step_list is of the json format; the datatable holds every step")
+        return self._payload(self._selected(run, host, peaks), fmt, chosen, listed == "1")
 
     @staticmethod
     def _step(step: str | None) -> str | int:
