@@ -32,10 +32,12 @@ from ..xspace.profile_reader import (
     stats_dict,
 )
 from .host_steps import valid_step_number, valid_step_numbers
+from .in_threads import thread_map
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
 _EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
+THREADS_MIN_BYTES = 8_000_000  # lines of a host's cores worth summing in threads
 
 
 @dataclass
@@ -314,7 +316,10 @@ def tpu_op_stats(profile: Profile, host: str) -> OpStats:
     perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
     steps = [_steps(plane) for plane in planes]
     numbers, windows = _core_windows(steps)
-    cores = [core_ops(p, s, w) for p, s, w in zip(planes, steps, windows)]
+    # The cores' lines are summed in C without the GIL: at once, on a machine with idle cores.
+    parallel = sum(len(line.raw) for p in planes for line in p.lines if hasattr(line, "raw"))
+    threads = None if parallel >= THREADS_MIN_BYTES else 1
+    cores = thread_map(lambda c: core_ops(*c), list(zip(planes, steps, windows)), threads)
     profile.done_reading()
     run_env = RunEnvironment(
         hardware_type="TPU",

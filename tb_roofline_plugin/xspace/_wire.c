@@ -39,17 +39,47 @@ static PyObject *WireError;
 
 /* --- output columns ------------------------------------------------------------------ */
 
+/* A column handed to Python: memory of its own, exposed through the buffer protocol (numpy
+ * wraps it without a copy) and freed with the object. Made while the GIL is released,
+ * wrapped once it is held again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+} Buffer;
+
+static int buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    Buffer *b = (Buffer *)self;
+    return PyBuffer_FillInfo(view, self, b->data, b->size, 0, flags);
+}
+
+static void buffer_dealloc(PyObject *self) {
+    PyMem_RawFree(((Buffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs buffer_procs = {buffer_get, NULL};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tb_roofline_plugin.xspace._wire.Buffer",
+    .tp_doc = "A column of the decoder's output (a bytes-like buffer).",
+    .tp_basicsize = sizeof(Buffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+};
+
 /* Growable columns that share one row count: the stats of a line (one row per XStat) or
- * where its str/bytes values lie. Each column is a bytearray, grown in place and handed to
- * Python as it is (numpy wraps it without a copy). */
+ * where its str/bytes values lie. Each column is raw memory (no Python object, so rows grow
+ * without the GIL), handed to Python as a Buffer when done (`rows_take`). */
 #define MAX_COLUMNS 8
 
 typedef struct {
     Py_ssize_t count, capacity; /* rows used, rows allocated */
     int n_columns;
     Py_ssize_t item_size[MAX_COLUMNS];
-    PyObject *array[MAX_COLUMNS];
-    char *data[MAX_COLUMNS]; /* each array's buffer; it moves when the array grows */
+    char *data[MAX_COLUMNS]; /* each column's memory; it moves when the column grows */
 } Rows;
 
 #define CELL(rows, column, type, row) (((type *)(rows)->data[column])[row])
@@ -58,23 +88,20 @@ enum { OBJ_EVENT, OBJ_START, OBJ_LENGTH };
 static const Py_ssize_t STAT_SIZES[] = {8, 8, 1, 8, 8};
 static const Py_ssize_t OBJ_SIZES[] = {8, 8, 8};
 
-static int rows_init(Rows *r, int n_columns, const Py_ssize_t *item_size) {
+static void rows_init(Rows *r, int n_columns, const Py_ssize_t *item_size) {
     memset(r, 0, sizeof *r);
     r->n_columns = n_columns;
-    for (int c = 0; c < n_columns; c++) {
-        r->item_size[c] = item_size[c];
-        r->array[c] = PyByteArray_FromStringAndSize(NULL, 0);
-        if (r->array[c] == NULL) return -1;
-        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
-    }
-    return 0;
+    for (int c = 0; c < n_columns; c++) r->item_size[c] = item_size[c];
 }
 
-/* Resizes every column to `capacity` rows; -1 with a Python error set when that fails. */
+/* Resizes every column to `capacity` rows; -1 (no Python error: the GIL may be released)
+ * when memory runs out. */
 static int rows_resize(Rows *r, Py_ssize_t capacity) {
     for (int c = 0; c < r->n_columns; c++) {
-        if (PyByteArray_Resize(r->array[c], capacity * r->item_size[c]) < 0) return -1;
-        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
+        size_t size = (size_t)(capacity ? capacity : 1) * (size_t)r->item_size[c];
+        char *data = PyMem_RawRealloc(r->data[c], size);
+        if (data == NULL) return -1;
+        r->data[c] = data;
     }
     r->capacity = capacity;
     return 0;
@@ -83,15 +110,42 @@ static int rows_resize(Rows *r, Py_ssize_t capacity) {
 /* Makes room for one more row (capacity doubles, so appending costs O(1) per row). */
 static inline int rows_reserve(Rows *r) {
     if (r->count < r->capacity) return 0;
-    if (r->capacity > PY_SSIZE_T_MAX / 16) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (r->capacity > PY_SSIZE_T_MAX / 16) return -1;
     return rows_resize(r, r->capacity ? r->capacity * 2 : 1024);
 }
 
 static void rows_clear(Rows *r) {
-    for (int c = 0; c < r->n_columns; c++) Py_CLEAR(r->array[c]);
+    for (int c = 0; c < r->n_columns; c++) {
+        PyMem_RawFree(r->data[c]);
+        r->data[c] = NULL;
+    }
+}
+
+/* Column `c` as a Buffer of its rows (it owns the memory from now on); NULL with a Python
+ * error set. Needs the GIL. */
+static PyObject *rows_take(Rows *r, int c) {
+    size_t size = (size_t)r->count * (size_t)r->item_size[c];
+    char *data = PyMem_RawRealloc(r->data[c], size ? size : 1); /* cut to the rows */
+    if (data == NULL) return PyErr_NoMemory();
+    r->data[c] = data;
+    Buffer *b = PyObject_New(Buffer, &BufferType);
+    if (b == NULL) return NULL;
+    b->data = data;
+    b->size = (Py_ssize_t)size;
+    r->data[c] = NULL;
+    return (PyObject *)b;
+}
+
+/* Every column of `rows` as Buffers, appended to `out` (a list); -1 with a Python error. */
+static int rows_take_all(Rows *r, PyObject *out) {
+    for (int c = 0; c < r->n_columns; c++) {
+        PyObject *column = rows_take(r, c);
+        if (column == NULL) return -1;
+        int failed = PyList_Append(out, column);
+        Py_DECREF(column);
+        if (failed < 0) return -1;
+    }
+    return 0;
 }
 
 /* --- wire reading --------------------------------------------------------------------- */
@@ -403,7 +457,7 @@ static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t
 
 PyDoc_STRVAR(decode_events_doc,
 "decode_events(events) -> (events_table, stat columns..., string columns...)\n\n"
-"Decodes a list of serialized XEvent messages (bytes-like). Returns bytearrays:\n"
+"Decodes a list of serialized XEvent messages (bytes-like). Returns bytes-like columns:\n"
 "events_table (int64: the metadata_id of every event, then offset_ps, duration_ps and\n"
 "num_occurrences likewise),\n"
 "stat_event, stat_id (int64), stat_kind (int8), stat_int (int64), stat_float (float64),\n"
@@ -415,9 +469,10 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
     PyObject *seq = PySequence_Fast(arg, "decode_events expects a sequence of bytes");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *result = NULL, *event_columns = NULL;
-    Rows stats = {0}, objects = {0}; /* zeroed: `done` may clear them before init */
-    if (rows_init(&stats, 5, STAT_SIZES) < 0 || rows_init(&objects, 3, OBJ_SIZES) < 0) goto done;
+    PyObject *result = NULL, *event_columns = NULL, *columns = NULL;
+    Rows stats, objects;
+    rows_init(&stats, 5, STAT_SIZES);
+    rows_init(&objects, 3, OBJ_SIZES);
 
     if ((size_t)n > PY_SSIZE_T_MAX / 32) {
         PyErr_NoMemory();
@@ -442,7 +497,7 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             data = view.buf;
             size = view.len;
         }
-        Parser ps = {data, NULL};
+        Parser ps = {data, NULL, NULL, 0};
         int64_t fields[4];
         int status = parse_event(&ps, data, data + size, (int64_t)i, fields, &stats, &objects);
         for (int k = 0; k < 4; k++) out[k * n + i] = fields[k];
@@ -451,20 +506,22 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             PyErr_Format(WireError, "event %zd is corrupt (%s)", i, ps.error);
             goto done;
         }
-        if (status < 0) goto done;
+        if (status < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
 
-    /* Columns cut to their rows; the tuple takes over every reference. */
-    if (rows_resize(&stats, stats.count) < 0 || rows_resize(&objects, objects.count) < 0)
+    columns = PyList_New(0);
+    if (columns == NULL || PyList_Append(columns, event_columns) < 0 ||
+        rows_take_all(&stats, columns) < 0 || rows_take_all(&objects, columns) < 0)
         goto done;
-    result = PyTuple_Pack(9, event_columns, stats.array[STAT_EVENT], stats.array[STAT_ID],
-                          stats.array[STAT_KIND], stats.array[STAT_BITS],
-                          stats.array[STAT_NUMBER], objects.array[OBJ_EVENT],
-                          objects.array[OBJ_START], objects.array[OBJ_LENGTH]);
+    result = PyList_AsTuple(columns);
 
 done:
     rows_clear(&stats);
     rows_clear(&objects);
+    Py_XDECREF(columns);
     Py_XDECREF(event_columns);
     Py_DECREF(seq);
     return result;
@@ -479,7 +536,7 @@ PyDoc_STRVAR(decode_line_doc,
 "and stops after `max_events` events (-1: no limit), returning the byte offset to go on\n"
 "from as `next` (the line's length when it is done), so a long line can be read in\n"
 "pieces. `wanted` (int64 bytes) keeps only the stats with those metadata ids. The\n"
-"columns are as in decode_events, the event columns one bytearray each, and obj_start\n"
+"columns are as in decode_events, the event columns one buffer each, and obj_start\n"
 "counts from the start of the line. Raises WireError on malformed input.");
 
 enum { EVENT_METADATA, EVENT_OFFSET, EVENT_DURATION, EVENT_OCCURRENCES };
@@ -496,11 +553,11 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    PyObject *result = NULL, *next = NULL;
-    Rows events = {0}, stats = {0}, objects = {0};
-    if (rows_init(&events, 4, EVENT_SIZES) < 0 || rows_init(&stats, 5, STAT_SIZES) < 0 ||
-        rows_init(&objects, 3, OBJ_SIZES) < 0)
-        goto done;
+    PyObject *result = NULL, *columns = NULL, *next = NULL;
+    Rows events, stats, objects;
+    rows_init(&events, 4, EVENT_SIZES);
+    rows_init(&stats, 5, STAT_SIZES);
+    rows_init(&objects, 3, OBJ_SIZES);
     if (start < 0 || start > view.len) {
         PyErr_SetString(PyExc_ValueError, "start is outside the line");
         goto done;
@@ -509,41 +566,47 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
     const uint8_t *end = (const uint8_t *)view.buf + view.len;
     Parser ps = {view.buf, NULL, wanted.buf, wanted.buf != NULL ? wanted.len / 8 : 0};
     int64_t fields[4];
+    int status = 0; /* -1: malformed; -2: out of memory */
+    /* No Python object is touched while the events are walked: other threads run meanwhile
+     * (the lines of several cores or streams decode at once). */
+    Py_BEGIN_ALLOW_THREADS
     while (p < end && (max_events < 0 || events.count < max_events)) {
         uint32_t field;
         int wire;
         uint64_t length;
-        if (read_tag(&ps, &p, end, &field, &wire) < 0) goto malformed;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) { status = -1; break; }
         if (!(field == 4 && wire == WIRE_LEN)) { /* header fields: read by protobuf */
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) goto malformed;
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) { status = -1; break; }
             continue;
         }
-        if (read_length(&ps, &p, end, &length) < 0) goto malformed;
-        if (rows_reserve(&events) < 0) goto done;
+        if (read_length(&ps, &p, end, &length) < 0) { status = -1; break; }
+        if (rows_reserve(&events) < 0) { status = -2; break; }
         Py_ssize_t row = events.count;
-        int status = parse_event(&ps, p, p + length, row, fields, &stats, &objects);
-        if (status == -1) goto malformed;
-        if (status < 0) goto done;
+        status = parse_event(&ps, p, p + length, row, fields, &stats, &objects);
+        if (status < 0) break;
         for (int k = 0; k < 4; k++) CELL(&events, k, int64_t, row) = fields[k];
         events.count++;
         p += length;
     }
-    if (rows_resize(&events, events.count) < 0 || rows_resize(&stats, stats.count) < 0 ||
-        rows_resize(&objects, objects.count) < 0)
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
         goto done;
+    }
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
     next = PyLong_FromSsize_t(p - (const uint8_t *)view.buf);
-    if (next == NULL) goto done;
-    result = PyTuple_Pack(13, events.array[EVENT_METADATA], events.array[EVENT_OFFSET],
-                          events.array[EVENT_DURATION], events.array[EVENT_OCCURRENCES],
-                          stats.array[STAT_EVENT], stats.array[STAT_ID], stats.array[STAT_KIND],
-                          stats.array[STAT_BITS], stats.array[STAT_NUMBER],
-                          objects.array[OBJ_EVENT], objects.array[OBJ_START],
-                          objects.array[OBJ_LENGTH], next);
-    goto done;
-malformed:
-    PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
+    columns = PyList_New(0);
+    if (next == NULL || columns == NULL || rows_take_all(&events, columns) < 0 ||
+        rows_take_all(&stats, columns) < 0 || rows_take_all(&objects, columns) < 0 ||
+        PyList_Append(columns, next) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
 done:
     Py_XDECREF(next);
+    Py_XDECREF(columns);
     rows_clear(&events);
     rows_clear(&stats);
     rows_clear(&objects);
@@ -723,19 +786,16 @@ static inline uint64_t mix64(uint64_t x) { /* splitmix64's finalizer */
 static int map_init(Map *m, Py_ssize_t capacity) {
     m->capacity = capacity;
     m->count = 0;
-    m->keys = PyMem_Malloc((size_t)capacity * sizeof *m->keys);
-    m->values = PyMem_Malloc((size_t)capacity * sizeof *m->values);
-    if (m->keys == NULL || m->values == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    m->keys = PyMem_RawMalloc((size_t)capacity * sizeof *m->keys);
+    m->values = PyMem_RawMalloc((size_t)capacity * sizeof *m->values);
+    if (m->keys == NULL || m->values == NULL) return -1;
     for (Py_ssize_t i = 0; i < capacity; i++) m->values[i] = -1;
     return 0;
 }
 
 static void map_free(Map *m) {
-    PyMem_Free(m->keys);
-    PyMem_Free(m->values);
+    PyMem_RawFree(m->keys);
+    PyMem_RawFree(m->values);
     m->keys = NULL;
     m->values = NULL;
 }
@@ -746,15 +806,15 @@ static inline Py_ssize_t map_slot(const Map *m, int64_t key) {
     return i;
 }
 
-/* The index of `key`, given `fresh` (and *added set) when it is new; -1 on a memory error. */
+/* The index of `key`, given `fresh` (and *added set) when it is new; -1: out of memory. */
 static Py_ssize_t map_get(Map *m, int64_t key, Py_ssize_t fresh, int *added) {
     Py_ssize_t i = map_slot(m, key);
     *added = 0;
     if (m->values[i] >= 0) return m->values[i];
     if (2 * (m->count + 1) > m->capacity) { /* grow at half full */
-        Map bigger;
+        Map bigger = {0};
         if (m->capacity > PY_SSIZE_T_MAX / 32 || map_init(&bigger, 2 * m->capacity) < 0) {
-            if (!PyErr_Occurred()) PyErr_NoMemory();
+            map_free(&bigger);
             return -1;
         }
         for (Py_ssize_t k = 0; k < m->capacity; k++) {
@@ -891,19 +951,16 @@ typedef struct {
     int64_t events, min_begin, max_end;
 } Sums;
 
-/* The cell of (window, code): found, or made with zero sums; -1 on a memory error. */
+/* The cell of (window, code): found, or made with zero sums; -1: out of memory. */
 static Py_ssize_t cell_of(Sums *s, Py_ssize_t window, Py_ssize_t code) {
     if (code >= s->latest_capacity) { /* one entry per id */
         Py_ssize_t capacity = s->latest_capacity ? 2 * s->latest_capacity : 1024;
         while (capacity <= code) capacity *= 2;
-        int64_t *w = PyMem_Realloc(s->latest_window, (size_t)capacity * sizeof *w);
+        int64_t *w = PyMem_RawRealloc(s->latest_window, (size_t)capacity * sizeof *w);
         if (w != NULL) s->latest_window = w;
-        Py_ssize_t *c = PyMem_Realloc(s->latest_cell, (size_t)capacity * sizeof *c);
+        Py_ssize_t *c = PyMem_RawRealloc(s->latest_cell, (size_t)capacity * sizeof *c);
         if (c != NULL) s->latest_cell = c;
-        if (w == NULL || c == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
+        if (w == NULL || c == NULL) return -1;
         for (Py_ssize_t k = s->latest_capacity; k < capacity; k++) s->latest_window[k] = -1;
         s->latest_capacity = capacity;
     }
@@ -965,12 +1022,11 @@ static inline int span_before(const Span *spans, Py_ssize_t a, Py_ssize_t b) {
 /* `order` (0..n-1) sorted by span_before: a stable merge of the ascending runs already
  * there (a line out of order is usually a few events out of place). */
 static int sort_spans(const Span *spans, Py_ssize_t n, Py_ssize_t **order_out) {
-    Py_ssize_t *order = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *order);
-    Py_ssize_t *other = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *other);
+    Py_ssize_t *order = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof *order);
+    Py_ssize_t *other = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof *other);
     if (order == NULL || other == NULL) {
-        PyMem_Free(order);
-        PyMem_Free(other);
-        PyErr_NoMemory();
+        PyMem_RawFree(order);
+        PyMem_RawFree(other);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) order[i] = i;
@@ -994,14 +1050,14 @@ static int sort_spans(const Span *spans, Py_ssize_t n, Py_ssize_t **order_out) {
         other = swap;
         if (runs <= 1) break;
     }
-    PyMem_Free(other);
+    PyMem_RawFree(other);
     *order_out = order;
     return 0;
 }
 
 /* Self times of the line's spans (`s->spans`, in (begin, -duration) order through
  * `order`, NULL: already in order), each added to its sums. 0; 1: spans that overlap
- * partially (not nesting) or a sum that could round; -1: a Python error. */
+ * partially (not nesting) or a sum that could round; -1: out of memory. */
 static int nest_spans(Sums *s, const Py_ssize_t *order) {
     s->depth = 0;
     for (Py_ssize_t k = 0; k < s->n_spans; k++) {
@@ -1018,11 +1074,8 @@ static int nest_spans(Sums *s, const Py_ssize_t *order) {
         if (s->depth > 0) s->stack[s->depth - 1].children += duration;
         if (s->depth == s->stack_capacity) {
             Py_ssize_t capacity = s->stack_capacity ? 2 * s->stack_capacity : 64;
-            Open *bigger = PyMem_Realloc(s->stack, (size_t)capacity * sizeof *bigger);
-            if (bigger == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
+            Open *bigger = PyMem_RawRealloc(s->stack, (size_t)capacity * sizeof *bigger);
+            if (bigger == NULL) return -1;
             s->stack = bigger;
             s->stack_capacity = capacity;
         }
@@ -1036,8 +1089,8 @@ static int nest_spans(Sums *s, const Py_ssize_t *order) {
 }
 
 /* Sums the events of one serialized XLine. 0: done; 1: the array path must do these lines
- * (malformed, out of range, partially overlapping spans, sums that could round); -1: a
- * Python error. */
+ * (malformed, out of range, partially overlapping spans, sums that could round); -1: out
+ * of memory. Touches no Python object (the GIL is released). */
 static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t timestamp_ns,
                     const int64_t *ids, const int *have, const int64_t *win_begin,
                     const int64_t *win_end, Py_ssize_t windows) {
@@ -1119,11 +1172,8 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
 
         if (s->n_spans == s->spans_capacity) {
             Py_ssize_t capacity = s->spans_capacity ? 2 * s->spans_capacity : 4096;
-            Span *bigger = PyMem_Realloc(s->spans, (size_t)capacity * sizeof *bigger);
-            if (bigger == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
+            Span *bigger = PyMem_RawRealloc(s->spans, (size_t)capacity * sizeof *bigger);
+            if (bigger == NULL) return -1;
             s->spans = bigger;
             s->spans_capacity = capacity;
         }
@@ -1136,7 +1186,7 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
     Py_ssize_t *order;
     if (sort_spans(s->spans, s->n_spans, &order) < 0) return -1;
     int status = nest_spans(s, order);
-    PyMem_Free(order);
+    PyMem_RawFree(order);
     return status;
 }
 
@@ -1160,8 +1210,10 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
     PyObject *lines_arg, *stamps_arg, *ids_arg, *begin_arg, *end_arg;
     if (!PyArg_ParseTuple(args, "OOOOO", &lines_arg, &stamps_arg, &ids_arg, &begin_arg, &end_arg))
         return NULL;
-    PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL;
-    Py_buffer wb = {0}, we = {0};
+    PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
+    Py_buffer wb = {0}, we = {0}, *views = NULL;
+    int64_t *stamps_ns = NULL;
+    Py_ssize_t held = 0; /* line views taken */
     Sums s;
     memset(&s, 0, sizeof s);
     s.max_window = -1;
@@ -1204,45 +1256,62 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if (rows_init(&s.ids, 1 + SUM_COUNT, IDS_SIZES) < 0 ||
-        rows_init(&s.cells, 2 + SUM_COUNT, CELLS_SIZES) < 0 || map_init(&s.codes, 1024) < 0 ||
-        map_init(&s.cell_of, 4096) < 0)
+    rows_init(&s.ids, 1 + SUM_COUNT, IDS_SIZES);
+    rows_init(&s.cells, 2 + SUM_COUNT, CELLS_SIZES);
+    if (map_init(&s.codes, 1024) < 0 || map_init(&s.cell_of, 4096) < 0) {
+        PyErr_NoMemory();
         goto done;
-    int fallback = 0;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(lines) && !fallback; i++) {
-        int64_t stamp = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, i));
-        if (stamp == -1 && PyErr_Occurred()) goto done;
-        Py_buffer view;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, i), &view, PyBUF_SIMPLE) < 0)
-            goto done;
-        const uint8_t *start = view.buf;
-        int status = sum_line(&s, start, start + view.len, stamp, ids, have, wb.buf, we.buf,
-                              windows);
-        PyBuffer_Release(&view);
-        if (status < 0) goto done;
-        fallback = status;
     }
-    if (fallback) {
+    Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
+    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
+    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
+    if (views == NULL || stamps_ns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < n_lines; held++) {
+        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
+        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
+                               PyBUF_SIMPLE) < 0)
+            goto done;
+    }
+    int status = 0;
+    /* The lines are walked without the GIL: the cores of a host are summed at once. */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
+        const uint8_t *start = views[i].buf;
+        status = sum_line(&s, start, start + views[i].len, stamps_ns[i], ids, have, wb.buf,
+                          we.buf, windows);
+    }
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status > 0) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (rows_resize(&s.ids, s.ids.count) < 0 || rows_resize(&s.cells, s.cells.count) < 0)
+    columns = Py_BuildValue("[LLL]", (long long)s.events, (long long)s.min_begin,
+                            (long long)s.max_end);
+    if (columns == NULL || rows_take_all(&s.ids, columns) < 0 ||
+        rows_take_all(&s.cells, columns) < 0)
         goto done;
-    result = Py_BuildValue("(LLLOOOOOOOOOOOOO)", (long long)s.events, (long long)s.min_begin,
-                           (long long)s.max_end, s.ids.array[0], s.ids.array[1],
-                           s.ids.array[2], s.ids.array[3], s.ids.array[4], s.ids.array[5],
-                           s.cells.array[0], s.cells.array[1], s.cells.array[2],
-                           s.cells.array[3], s.cells.array[4], s.cells.array[5],
-                           s.cells.array[6]);
+    result = PyList_AsTuple(columns);
 done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(stamps_ns);
+    Py_XDECREF(columns);
     rows_clear(&s.ids);
     rows_clear(&s.cells);
     map_free(&s.codes);
     map_free(&s.cell_of);
-    PyMem_Free(s.latest_window);
-    PyMem_Free(s.latest_cell);
-    PyMem_Free(s.spans);
-    PyMem_Free(s.stack);
+    PyMem_RawFree(s.latest_window);
+    PyMem_RawFree(s.latest_cell);
+    PyMem_RawFree(s.spans);
+    PyMem_RawFree(s.stack);
     if (wb.obj != NULL) PyBuffer_Release(&wb);
     if (we.obj != NULL) PyBuffer_Release(&we);
     Py_XDECREF(lines);
@@ -1266,6 +1335,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__wire(void) {
+    if (PyType_Ready(&BufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     WireError = PyErr_NewException("tb_roofline_plugin._wire.WireError", PyExc_ValueError, NULL);
