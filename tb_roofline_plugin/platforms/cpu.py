@@ -185,14 +185,12 @@ def read_host_parts(plane: Plane) -> _HostParts:
     schedule_meta = _metadata_ids(plane, lambda name: name == SCHEDULE_EVENT)
     wanted = [ids.get("_r"), ids.get("step_num"), ids.get("hlo_op"), ids.get("_c")]
     wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
-    parts = _HostParts(StringCodes())
-    for line in plane.lines:
-        if not may_have_stats(line, wanted):
-            continue  # threads without XLA ops, their ends, step roots or executions
-        in_line = 0
-        stats = [ids.get(name) for name in _OP_STATS]  # only the stats read here
+    stats = [ids.get(name) for name in _OP_STATS]  # only the stats read here
+
+    def read_line(line) -> list[tuple[list, dict, list, np.ndarray]]:
+        """Each piece of the line: (step roots, op columns, hlo_op values, their codes)."""
+        pieces = []
         for table in line_tables(line, stats, chunk_events=HOST_CHUNK_EVENTS):
-            parts.roots.extend(step_roots(table, ids))
             has_end, end_flow = table.integers(ids.get("_c"))
             is_end = has_end & np.isin(table.metadata_id, end_meta)
             marks = np.isin(table.metadata_id, execute_meta)
@@ -203,22 +201,34 @@ def read_host_parts(plane: Plane) -> _HostParts:
             has_flow, flow = table.integers(ids.get("_p"))
             has_run, run = table.integers(ids.get("run_id"))
             end_ps = table.end_ps
-            parts.add(
-                flow_ids=end_flow[is_end],
-                flow_end=end_ps[is_end],
-                execute=np.stack([table.begin_ps[marks], end_ps[marks]]),
-                schedule=table.begin_ps[np.isin(table.metadata_id, schedule_meta)],
-                begin=table.begin_ps[ops],
-                end=end_ps[ops],
-                flow=flow[ops],
-                has_flow=has_flow[ops],
-                program=program[ops].astype(np.uint64),
-                run=run[ops],
-                has_run=has_run[ops],
-                device=table.integers(ids.get("device_ordinal"))[1][ops],
-            )
-            parts.hlo_ops.add_distinct(values, local[ops])
-            in_line += len(ops)
+            columns = {
+                "flow_ids": end_flow[is_end],
+                "flow_end": end_ps[is_end],
+                "execute": np.stack([table.begin_ps[marks], end_ps[marks]]),
+                "schedule": table.begin_ps[np.isin(table.metadata_id, schedule_meta)],
+                "begin": table.begin_ps[ops],
+                "end": end_ps[ops],
+                "flow": flow[ops],
+                "has_flow": has_flow[ops],
+                "program": program[ops].astype(np.uint64),
+                "run": run[ops],
+                "has_run": has_run[ops],
+                "device": table.integers(ids.get("device_ordinal"))[1][ops],
+            }
+            pieces.append((step_roots(table, ids), columns, values, local[ops]))
+        return pieces
+
+    # Threads without XLA ops, their ends, step roots or executions are skipped. One line at
+    # a time: in threads, two lines' pieces in flight cost more memory than they save time.
+    lines = [line for line in plane.lines if may_have_stats(line, wanted)]
+    parts = _HostParts(StringCodes())
+    for pieces in map(read_line, lines):
+        in_line = 0
+        for roots, columns, values, codes in pieces:
+            parts.roots.extend(roots)
+            parts.add(**columns)
+            parts.hlo_ops.add_distinct(values, codes)
+            in_line += len(codes)
         parts.lengths.append(in_line)
     return parts
 

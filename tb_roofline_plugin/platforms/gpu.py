@@ -19,6 +19,7 @@ Either way an op's kernels in one graph launch are one execution of it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from ..xspace.profile_reader import (
 )
 from .gpu_derived import DerivedLines, held_by, is_derived_line, read_derived
 from .host_steps import HostMarkers, host_markers
+from .in_threads import thread_map
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
 NO_HLO_CATEGORY = "kernel without HLO op"
@@ -363,9 +365,13 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
-    kernels = read_kernels(planes)
+    # The device planes' kernels and the host's markers are read at once (their lines are
+    # decoded in C without the GIL): on a machine with an idle core, in two threads.
+    host_plane = profile.plane(HOST_PLANE)
+    readers = [lambda: read_kernels(planes), lambda: host_markers(host_plane)]
+    read: list = thread_map(lambda reader: reader(), readers)
+    kernels, markers = cast(Kernels, read[0]), cast(HostMarkers, read[1])
     derived = read_derived(planes)
-    markers = host_markers(profile.plane(HOST_PLANE))
     profile.done_reading()
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
