@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tb_roofline_plugin.arrays import held_bytes
-from tb_roofline_plugin.demo import GpuSpec, gpu_xspace, write_profile
+from tb_roofline_plugin.demo import GpuSpec, TpuSpec, gpu_xspace, tpu_xspace, write_profile
 from tb_roofline_plugin.ops.op_stats import (
     StepList,
     shared_table,
@@ -78,6 +78,20 @@ def test_step_lists_carry_their_steps_values(profile):
     assert step_arrays(part) is None and shared_table(part)[1].tolist() == list(range(5, 50))
     assert steps_holding_ops(part).tolist() == steps_holding_ops(steps)[5:50].tolist()
     assert step_dicts(part) == step_dicts(steps)[5:50]
+
+
+def test_the_complete_steps_keep_their_arrays_and_places(tmp_path):
+    path = tmp_path / "tpu.xplane.pb"
+    write_profile(path, tpu_xspace(TpuSpec(cores=2, steps=12, ops_per_step=20)))
+    stats = analyze_file(path)
+    complete = stats.complete_steps
+    assert [s.step_num for s in complete] == [s.step_num for s in stats.steps if s.complete]
+    made = step_arrays(complete)
+    assert made is not None and made.numbers.tolist() == [s.step_num for s in complete]
+    table, index = shared_table(complete)
+    assert table is stats.steps[0].table and index.tolist() == [s.index for s in complete]
+    assert 0 < len(complete) < len(stats.steps)  # the demo's first step is cut
+    assert isinstance(stats.steps, StepList)
 
 
 def test_table_steps_of_hand_values_keep_them():

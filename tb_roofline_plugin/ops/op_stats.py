@@ -63,13 +63,28 @@ class StepList(list):
     every step (the json's step list, which steps hold ops) take the arrays instead of a
     Python loop over tens of thousands of objects. A slice or copy is a plain list."""
 
-    def __init__(self, items, table: StepOps, numbers, complete, durations) -> None:
+    def __init__(self, items, table: StepOps, numbers, complete, durations, positions=None) -> None:
         super().__init__(items)
         self.table = table
-        self.positions = np.arange(len(numbers), dtype=np.int64)  # in ``table``
+        if positions is None:
+            positions = np.arange(len(numbers), dtype=np.int64)
+        self.positions = positions  # int64 per step: its index in ``table``
         self.numbers = numbers  # int64 per step
         self.complete = complete  # bool
         self.durations = durations  # int64 ps
+
+    def where(self, chosen: np.ndarray) -> StepList:
+        """The steps where ``chosen`` (bool per step) is true, arrays included."""
+        index = np.flatnonzero(chosen)
+        items = [self[i] for i in index.tolist()]
+        return StepList(
+            items,
+            self.table,
+            self.numbers[index],
+            self.complete[index],
+            self.durations[index],
+            self.positions[index],
+        )
 
 
 def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
@@ -228,6 +243,9 @@ class OpStats:
 
     @property
     def complete_steps(self) -> list[StepInfo]:
+        made = step_arrays(self.steps)
+        if made is not None:  # with its arrays (the average sums them from the table)
+            return made.where(made.complete)
         return [s for s in self.steps if s.complete]
 
 
