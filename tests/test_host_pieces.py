@@ -1,13 +1,14 @@
-"""Host lines read in pieces give the results of reading each line whole, and the file's
-bytes go before the host's op columns are joined (a 1 GB CPU profile peaked at 3.7 GB)."""
+"""Lines read in pieces give the results of reading each line whole (CPU host ops, GPU
+kernels and host launches), and the file's bytes go before the columns are joined (a 1 GB
+CPU profile peaked at 3.7 GB)."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import SHARED_DATA
 
-from tb_roofline_plugin.demo import CpuSpec, cpu_xspace
-from tb_roofline_plugin.platforms import cpu
+from tb_roofline_plugin.demo import CpuSpec, GpuSpec, cpu_xspace, gpu_xspace
+from tb_roofline_plugin.platforms import cpu, gpu, host_steps
 from tb_roofline_plugin.platforms.analysis import analyze_bytes, analyze_profile
 from tb_roofline_plugin.render.export import render
 from tb_roofline_plugin.xspace.profile_reader import decode_profile
@@ -43,3 +44,12 @@ def test_the_files_bytes_go_before_the_op_columns_are_joined(monkeypatch):
     )
     stats = analyze_profile(profile, "h")
     assert lines_then == [0] and len(stats.steps) == 3
+
+
+def test_gpu_kernels_and_launches_in_small_pieces_give_the_whole_lines_results(monkeypatch):
+    data = gpu_xspace(GpuSpec(gpus=2, steps=5)).SerializeToString()
+    whole = render(analyze_bytes(data, "g.xplane.pb"), "json", ["g"])
+    monkeypatch.setattr(gpu, "KERNEL_CHUNK_EVENTS", 5)
+    monkeypatch.setattr(host_steps, "MARKER_CHUNK_EVENTS", 3)
+    assert render(analyze_bytes(data, "g.xplane.pb"), "json", ["g"]) == whole
+    assert '"step_num": 4' in whole

@@ -19,7 +19,6 @@ Either way an op's kernels in one graph launch are one execution of it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
@@ -42,7 +41,6 @@ from ..xspace.profile_reader import (
 )
 from .gpu_derived import DerivedLines, held_by, is_derived_line, read_derived
 from .host_steps import HostMarkers, host_markers
-from .in_threads import thread_map
 
 KERNEL_STATS = ("hlo_op", "program_id", "tf_op", "correlation_id", "flops", "bytes_accessed")
 NO_HLO_CATEGORY = "kernel without HLO op"
@@ -146,7 +144,16 @@ def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int
         parts.setdefault(key, []).append(value)
 
 
+KERNEL_CHUNK_EVENTS = 1 << 18  # kernels of a stream line read at a time (memory: one piece)
+
+
 def read_kernels(planes: list[Plane]) -> Kernels:
+    return join_kernels(*read_kernel_parts(planes))
+
+
+def read_kernel_parts(planes: list[Plane]) -> tuple[dict[str, list], dict[str, StringCodes]]:
+    """The kernels' columns, piece by piece (joined by ``join_kernels`` once the file's bytes
+    may go)."""
     parts: dict[str, list] = {}
     strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
     line_number = 0
@@ -157,8 +164,15 @@ def read_kernels(planes: list[Plane]) -> Kernels:
             line_number += 1
             if is_derived_line(line):
                 continue  # Steps, TensorFlow Ops, XLA Ops...: spans of kernels, not kernels
-            for table in line_tables(line, [ids.get(name) for name in KERNEL_STATS]):
+            stats = [ids.get(name) for name in KERNEL_STATS]
+            for table in line_tables(line, stats, chunk_events=KERNEL_CHUNK_EVENTS):
                 _add_kernels(parts, strings, table, plane, ids, names, (p, line_number))
+    return parts, strings
+
+
+def join_kernels(parts: dict[str, list], strings: dict[str, StringCodes]) -> Kernels:
+    """The Kernels of ``read_kernel_parts``' pieces, each column joined in turn (its pieces
+    let go)."""
     if not parts:
         empty = np.zeros(0, np.int64)
         return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
@@ -365,14 +379,14 @@ def gpu_op_stats(profile: Profile, host: str, modules: dict[int, ModuleCosts]) -
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
-    # The device planes' kernels and the host's markers are read at once (their lines are
-    # decoded in C without the GIL): on a machine with an idle core, in two threads.
-    host_plane = profile.plane(HOST_PLANE)
-    readers = [lambda: read_kernels(planes), lambda: host_markers(host_plane)]
-    read: list = thread_map(lambda reader: reader(), readers)
-    kernels, markers = cast(Kernels, read[0]), cast(HostMarkers, read[1])
+    # One reader at a time (in threads, the pieces in flight cost more memory than they save
+    # time); the file's bytes go before the kernels' columns are joined.
+    markers = host_markers(profile.plane(HOST_PLANE))  # first: its temporaries, then none
+    kernel_parts = read_kernel_parts(planes)
     derived = read_derived(planes)
     profile.done_reading()
+    kernels = join_kernels(*kernel_parts)
+    del kernel_parts
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
     total = int(spans.sum())
