@@ -340,3 +340,40 @@ def _nest(rng, events: list, plain: list, begin: int, end: int, depth: int) -> N
         if depth < 3 and length > 1:
             _nest(rng, events, plain, at, at + length, depth + 1)
         at += length + int(rng.integers(0, 3))
+
+
+def _two_ids_of_one_op() -> bytes:
+    """A TPU core whose XLA Ops line has two metadata ids naming the same op (fusion.1 of
+    program 0) and a third op; nested, with float stats that round differently when summed
+    per id than in line order."""
+    plane = xplane_pb2.XPlane(id=1, name="/device:TPU:0")
+    plane.stat_metadata[DMA].id, plane.stat_metadata[DMA].name = DMA, "dma_stall_duration_ps"
+    for key, name in ((1, "fusion.1"), (2, "fusion.1"), (3, "copy.2")):
+        plane.event_metadata[key].id = key
+        plane.event_metadata[key].name = f"%{name} = f32[8] fusion()"
+        plane.event_metadata[key].display_name = name
+    line = plane.lines.add(id=1, name="XLA Ops", timestamp_ns=0)
+    dma = [0.1, 0.7, 0.2, 1e16, 0.3, -1e16]
+    for k, (mid, begin, duration) in enumerate(
+        [(3, 0, 100), (1, 10, 20), (2, 35, 10), (1, 50, 5), (2, 60, 30), (1, 95, 2)]
+    ):
+        event = line.events.add(metadata_id=mid, offset_ps=begin, duration_ps=duration)
+        event.stats.add(metadata_id=DMA, double_value=dma[k])
+    return xplane_pb2.XSpace(planes=[plane]).SerializeToString()
+
+
+def test_two_metadata_ids_of_one_op_are_summed_together_in_line_order():
+    data = _two_ids_of_one_op()
+    stats = analyze_bytes(data, "h.xplane.pb")
+    db = stats.all_db
+    row = db.name.tolist().index("fusion.1")
+    assert db.occurrences[row] == 5 and db.time_ps[row] == 20 + 10 + 5 + 30 + 2
+    # Line order, as one op: ((((0.7 + 0.2) + 1e16) + 0.3) + -1e16) and 0.1's row apart.
+    expected = 0.0
+    for value in (0.7, 0.2, 1e16, 0.3, -1e16):
+        expected += value
+    assert db.dma_stall_ps[row] == expected
+    assert db.self_time_ps[db.name.tolist().index("copy.2")] == 100 - 67
+    with fs.pure_decoder():
+        pure = render(analyze_bytes(data, "h.xplane.pb"), "json", ["h"])
+    assert render(stats, "json", ["h"]) == pure
