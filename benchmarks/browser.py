@@ -126,7 +126,10 @@ def _report(
     found: dict[str, list[dict]],
     targets: dict[str, float] | None,
     marks_from: str = "the navigation",
+    page: str = "",
 ) -> bool:
+    """Prints each load's figures (each line named by ``page`` when given); True when every
+    target is met."""
     print(title)
     met_all = True
     for load in ("cold", "warm"):
@@ -138,7 +141,8 @@ def _report(
             if values:
                 parts.append(f"{mark.removesuffix('Ms')} {statistics.median(values) / 1000:.2f}")
         each = " ".join(f"{m['opChartFirstPaintMs'] / 1000:.2f}" for m in runs)
-        line = f"  {load:4}: op chart first paint {paint:5.2f} s (median of {len(runs)}: {each})"
+        name = f"{page}, {load}" if page else f"{load:4}"
+        line = f"  {name}: op chart first paint {paint:5.2f} s (median of {len(runs)}: {each})"
         if targets is not None:
             met = paint <= targets[load]
             met_all &= met
@@ -288,11 +292,13 @@ def main(argv: list[str]) -> int:
             _get(f"{base}/data/plugin/roofline/static/plotly.min.js")
             url = f"{base}/data/plugin_entry.html?name=roofline"
             found = measure(url, args.repeat, args.warm)
-            ok = _report(f"plugin page {url} ({args.profile.name}):", found, TARGETS_S)
+            ok = _report(
+                f"plugin page {url} ({args.profile.name}):", found, TARGETS_S, page="plugin page"
+            )
             if args.tensorboard:
                 top = measure(f"{base}/#roofline", args.repeat, args.warm, top=True)
                 title = f"TensorBoard page {base}/#roofline (from the top page's navigation):"
-                ok &= _report(title, top, TARGETS_S, "the iframe's navigation")
+                ok &= _report(title, top, TARGETS_S, "the iframe's navigation", "TensorBoard page")
         finally:
             proc.terminate()
             proc.wait(timeout=30)

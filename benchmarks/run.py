@@ -5,9 +5,11 @@ the whole file with protobuf, ``XSpace.FromString``), and XProf 2.24.2's rooflin
 tool (``xspace_to_tool_data``) on a fresh copy of the file in a temporary folder (XProf
 writes caches next to the profile). Wall time is the median, peak RSS the maximum over
 repeats: ``os.wait4``'s, and for our export the peak of its process tree's summed resident
-memory (its worker processes too, sampled every 20 ms) where that is more. Every measured
-process runs under an address-space cap (``--mem-cap-gb``) and a timeout (``--timeout``): one
-that runs out is reported as such, the table goes on.
+memory (its worker processes too, sampled every 20 ms) where that is more. Before our export
+and the floor the files are read once, so both find them in the page cache whatever XProf's
+gigabytes pushed out. Every measured process runs under an address-space cap
+(``--mem-cap-gb``) and a timeout (``--timeout``): one that runs out is reported as such, the
+table goes on.
 
 The pod (``--pod-hosts``, default 32; 0 leaves it out) is one run folder of that many TPU v5p
 hosts, 20 steps and ~2.9 MB each (the demo generator's ``TpuSpec``, a seed and a host name
@@ -192,6 +194,15 @@ def measure(
     return Result(wall, rss, f"failed (exit {code}): {last[:160]}")
 
 
+def warm_page_cache(files: list[str]) -> None:
+    """Reads the files once (discarding the bytes), so that a measured process finds them in
+    the page cache, as the process before it did: "cold" is a fresh process, not a disk read."""
+    for name in files:
+        with open(name, "rb", buffering=0) as handle:
+            while handle.read(16 << 20):
+                pass
+
+
 def _tree_sampler(pid: int):
     sys.path.insert(0, str(HERE))
     from serve import PeakTreeMemory  # benchmarks/serve.py
@@ -348,7 +359,10 @@ def conversion_table(
         files = [str(f) for f in _files(path)]
         for _ in range(runs):  # alternate, so all see the same machine state
             export = ours_cmd + [str(path), "-o", os.devnull]
+            # Each from the page cache: XProf's gigabytes may have pushed the file out of it.
+            warm_page_cache(files)
             ours.append(measure(export, cap_gb, timeout, tree=True))
+            warm_page_cache(files)
             floor.append(measure([sys.executable, "-c", FLOOR, *files], cap_gb, timeout))
             if python:
                 xprof.append(measure_xprof(python, path, cap_gb, timeout))
