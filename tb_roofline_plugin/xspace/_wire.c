@@ -567,6 +567,15 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
     Parser ps = {view.buf, NULL, wanted.buf, wanted.buf != NULL ? wanted.len / 8 : 0};
     int64_t fields[4];
     int status = 0; /* -1: malformed; -2: out of memory */
+    /* Room for about the rows the line holds (an event is tens of bytes, a stat about ten),
+     * so that the columns rarely grow: growing copies them and touches new pages. */
+    Py_ssize_t expected = (end - p) / 32 + 16;
+    if (max_events >= 0 && expected > max_events) expected = max_events + 1;
+    if (rows_resize(&events, expected) < 0 ||
+        rows_resize(&stats, 4 * expected) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* No Python object is touched while the events are walked: other threads run meanwhile
      * (the lines of several cores or streams decode at once). */
     Py_BEGIN_ALLOW_THREADS
