@@ -60,14 +60,19 @@ static void buffer_dealloc(PyObject *self) {
 
 static PyBufferProcs buffer_procs = {buffer_get, NULL};
 
+static Py_ssize_t buffer_length(PyObject *self) { return ((Buffer *)self)->size; }
+
+static PySequenceMethods buffer_sequence = {.sq_length = buffer_length};
+
 static PyTypeObject BufferType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tb_roofline_plugin.xspace._wire.Buffer",
-    .tp_doc = "A column of the decoder's output (a bytes-like buffer).",
+    .tp_doc = "A column of the decoder's output (a bytes-like buffer; len: its bytes).",
     .tp_basicsize = sizeof(Buffer),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_dealloc = buffer_dealloc,
     .tp_as_buffer = &buffer_procs,
+    .tp_as_sequence = &buffer_sequence,
 };
 
 /* Growable columns that share one row count: the stats of a line (one row per XStat) or
@@ -1111,6 +1116,13 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
     if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
     int64_t base_ps = timestamp_ns * 1000;
     s->n_spans = 0;
+    Py_ssize_t expected = (end - p) / 32 + 16; /* about the line's events: rarely grown */
+    if (expected > s->spans_capacity) {
+        Span *room = PyMem_RawRealloc(s->spans, (size_t)expected * sizeof *room);
+        if (room == NULL) return -1;
+        s->spans = room;
+        s->spans_capacity = expected;
+    }
     while (p < end) {
         uint32_t field;
         int wire;
