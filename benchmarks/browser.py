@@ -1,6 +1,8 @@
-"""Browser timings of the roofline tab: navigation to the op chart's first paint in Chromium.
+"""Browser timings of the roofline tab: navigation to the op chart's first paint in Chromium,
+and a step switch on a large cached profile.
 
     python benchmarks/browser.py [--repeat N] [--warm N] [--profile FILE] [--tensorboard]
+                                 [--step-profile FILE] [--step-switches N]
 
 The profile (default: the shared TPU sample `xprof/tpu_inference_2.xplane.pb`) is linked into
 a temporary logdir (nothing is written next to it). The script starts TensorBoard with the
@@ -16,7 +18,17 @@ The figure is `window.__roofline.opChartFirstPaintMs`: `performance.now()` at th
 first `plotly_afterplot`, i.e. milliseconds from the start of the navigation. Each figure is
 the median of the repeats, printed with its target (warm <= 1.0 s, cold <= 2.5 s).
 `--tensorboard` also times the whole TensorBoard page (`/#roofline`, the tab in its iframe),
-from the top page's navigation; it has no target (TensorBoard's own app loads first).
+from the top page's navigation, with the same targets (TensorBoard's own app loads first).
+
+`--step-profile FILE` (e.g. the ~300 MB GPU profile `benchmarks/run.py` generates) times a
+step switch: TensorBoard is started on that profile alone and warmed with its first `data`
+request (the conversion is cached before the browser asks), the plugin page opens on the
+Total, then steps the page has not asked for before are chosen as a user would (once the
+page has had no request in flight for half a second, as after a look at the view), each timed
+from the click (or the Enter in the step box) to the op chart's next paint with that step's
+records (`window.__roofline.opChartLastPaintMs`): the next step (the ▶ button, which the page
+may have fetched ahead) and steps far from any asked for (typed into the step box). Target:
+each drawn <= 0.5 s after the click.
 """
 
 from __future__ import annotations
@@ -36,6 +48,23 @@ SAMPLE = SHARED / "xprof" / "tpu_inference_2.xplane.pb"
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TARGETS_S = {"cold": 2.5, "warm": 1.0}
+STEP_TARGET_S = 0.5  # a step not asked for before, drawn after the click
+# The model view's state once the op chart shows `step` (its records and its paint).
+STEP_DRAWN = """([step, clicked]) => {
+  const view = document.getElementById('model-view');
+  const marks = window.__roofline || {};
+  if (!view || view.dataset.state !== 'ready' || !view.dataset.view) return false;
+  if (JSON.parse(view.dataset.view).step !== step) return false;
+  return marks.opChartLastPaintMs > clicked ? marks.opChartLastPaintMs : false;
+}"""
+CLICK_TIME = """() => new Promise((resolve) => {
+  window.__rooflineInput = null;
+  for (const type of ['click', 'keydown'])
+    document.addEventListener(type, () => {
+      if (window.__rooflineInput === null) window.__rooflineInput = performance.now();
+    }, {capture: true, once: true});
+  resolve(true);
+})"""
 PAINTED = "() => window.__roofline && window.__roofline.opChartFirstPaintMs"
 # Marks the page keeps besides the op chart's first paint (see frontend/timing.js).
 MARKS = ("plotlyLoadedMs", "dataLoadedMs", "panelShownMs", "opChartFirstPaintMs")
@@ -97,7 +126,10 @@ def _report(
     found: dict[str, list[dict]],
     targets: dict[str, float] | None,
     marks_from: str = "the navigation",
+    page: str = "",
 ) -> bool:
+    """Prints each load's figures (each line named by ``page`` when given); True when every
+    target is met."""
     print(title)
     met_all = True
     for load in ("cold", "warm"):
@@ -109,7 +141,8 @@ def _report(
             if values:
                 parts.append(f"{mark.removesuffix('Ms')} {statistics.median(values) / 1000:.2f}")
         each = " ".join(f"{m['opChartFirstPaintMs'] / 1000:.2f}" for m in runs)
-        line = f"  {load:4}: op chart first paint {paint:5.2f} s (median of {len(runs)}: {each})"
+        name = f"{page}, {load}" if page else f"{load:4}"
+        line = f"  {name}: op chart first paint {paint:5.2f} s (median of {len(runs)}: {each})"
         if targets is not None:
             met = paint <= targets[load]
             met_all &= met
@@ -117,6 +150,114 @@ def _report(
         print(line)
         print(f"        marks (median, s from {marks_from}): {', '.join(parts)}")
     return met_all
+
+
+def _steps_of(base: str, run: str, host: str) -> list[int]:
+    import json
+
+    body = json.loads(_get(f"{base}/data/plugin/roofline/steps?run={run}&host={host}"))
+    return [s["step_num"] for s in body["steps"]]
+
+
+def step_switches(base: str, run: str, host: str, switches: int) -> list[dict]:
+    """Times step switches in one warm browser: the next step (▶) and steps typed in the step
+    box far from any asked for; each {kind, step, seconds}."""
+    from playwright.sync_api import sync_playwright
+
+    numbers = _steps_of(base, run, host)
+    if len(numbers) < 4:
+        raise SystemExit(f"the step profile has {len(numbers)} steps: too few to switch")
+    far = [numbers[len(numbers) * (k + 1) // (switches + 1)] for k in range(switches)]
+    found = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            quiet = _quiet_network(page)
+            page.goto(f"{base}/data/plugin_entry.html?name=roofline", wait_until="commit")
+            page.wait_for_function(PAINTED, timeout=300_000)
+            plan = [("typed", step) for step in far]
+            plan.insert(1, ("next", None))  # ▶ after the first typed step: its neighbour
+            for kind, step in plan:
+                quiet()  # as a user who looks at the view before choosing another step
+                page.evaluate(CLICK_TIME)
+                if kind == "next":
+                    button = page.locator("#step-select-next")
+                    step = int(button.get_attribute("title").split("(")[-1].rstrip(")"))
+                    button.click()
+                else:
+                    box = page.locator("#step-select-input")
+                    box.fill(str(step))
+                    box.press("Enter")
+                clicked = page.evaluate("() => window.__rooflineInput")
+                painted = page.wait_for_function(
+                    STEP_DRAWN, arg=[str(step), clicked], timeout=120_000, polling=10
+                ).json_value()
+                found.append({"kind": kind, "step": step, "seconds": (painted - clicked) / 1000})
+        finally:
+            browser.close()
+    return found
+
+
+def _quiet_network(page, quiet_ms: int = 500, timeout_s: float = 120):
+    """A function that waits until the page has had no request in flight for ``quiet_ms``."""
+    flying: set = set()
+    page.on("request", lambda request: flying.add(request))
+    page.on("requestfinished", lambda request: flying.discard(request))
+    page.on("requestfailed", lambda request: flying.discard(request))
+
+    def wait() -> None:
+        deadline = time.monotonic() + timeout_s
+        calm_since = None
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+            if flying:
+                calm_since = None
+            elif calm_since is None:
+                calm_since = time.monotonic()
+            elif time.monotonic() - calm_since >= quiet_ms / 1000:
+                return
+
+    return wait
+
+
+def _report_steps(found: list[dict]) -> bool:
+    met_all = True
+    for kind, what in (("next", "the next step (▶)"), ("typed", "a step typed in the box")):
+        runs = [f for f in found if f["kind"] == kind]
+        if not runs:
+            continue
+        worst = max(f["seconds"] for f in runs)
+        met = worst <= STEP_TARGET_S
+        met_all &= met
+        each = " ".join(f"{f['step']}: {f['seconds']:.2f}" for f in runs)
+        print(
+            f"  step switch, {what}: slowest {worst:.2f} s after the click ({each})  "
+            f"target <= {STEP_TARGET_S:.1f} s: {'met' if met else 'NOT MET'}"
+        )
+    return met_all
+
+
+def _step_profile(args) -> bool:
+    """The step switches on ``args.step_profile``, in a TensorBoard of its own."""
+    with tempfile.TemporaryDirectory(prefix="tb-roofline-logdir-") as logdir:
+        run = Path(logdir, "plugins", "profile", "run1")
+        run.mkdir(parents=True)
+        os.symlink(args.step_profile.resolve(), run / args.step_profile.name)
+        host = args.step_profile.name.removesuffix(".xplane.pb")
+        from serve import start_tensorboard  # benchmarks/serve.py
+
+        proc, base = start_tensorboard(logdir)
+        try:
+            start = time.perf_counter()
+            _get(f"{base}/data/plugin/roofline/data?run=run1&host={host}&format=json&step=total")
+            took = time.perf_counter() - start
+            print(f"step profile {args.step_profile.name}: converted and cached in {took:.1f} s")
+            found = step_switches(base, "run1", host, args.step_switches)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return _report_steps(found)
 
 
 def main(argv: list[str]) -> int:
@@ -127,6 +268,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--tensorboard", action="store_true", help="also time the whole TensorBoard page"
     )
+    parser.add_argument(
+        "--step-profile", type=Path, help="time step switches on this (large) profile too"
+    )
+    parser.add_argument("--step-switches", type=int, default=3, help="steps typed in the box")
     args = parser.parse_args(argv)
     if not args.profile.is_file():
         print(f"no profile at {args.profile}", file=sys.stderr)
@@ -147,16 +292,20 @@ def main(argv: list[str]) -> int:
             _get(f"{base}/data/plugin/roofline/static/plotly.min.js")
             url = f"{base}/data/plugin_entry.html?name=roofline"
             found = measure(url, args.repeat, args.warm)
-            ok = _report(f"plugin page {url} ({args.profile.name}):", found, TARGETS_S)
+            ok = _report(
+                f"plugin page {url} ({args.profile.name}):", found, TARGETS_S, page="plugin page"
+            )
             if args.tensorboard:
                 top = measure(f"{base}/#roofline", args.repeat, args.warm, top=True)
-                title = f"TensorBoard page {base}/#roofline (no target; from the top page):"
-                _report(title, top, None, "the iframe's navigation")
+                title = f"TensorBoard page {base}/#roofline (from the top page's navigation):"
+                ok &= _report(title, top, TARGETS_S, "the iframe's navigation", "TensorBoard page")
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+    if args.step_profile is not None:
+        ok &= _step_profile(args)
     print("targets met" if ok else "targets NOT met")
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -65,13 +65,24 @@ export const api = {
     getJson('steps', withDevice({run, host}, device), {cached: true}),
   /**
    * Our json form of one selection; step is 'total', 'average' or a step number; peaks: '' or
-   * a `peaks` value; device: 'all' or a device number.
+   * a `peaks` value; device: 'all' or a device number. A step's answer comes without the list
+   * of steps (`step_list=0`): the whole profile's answer has it, and it can be megabytes.
    */
   roofline: (run, host, step = 'total', peaks = '', device = 'all') =>
     getJson(
       'data',
       withDevice(
-        withPeaks({run, host, tag: 'roofline_model', format: 'json', step}, peaks),
+        withPeaks(
+          {
+            run,
+            host,
+            tag: 'roofline_model',
+            format: 'json',
+            step,
+            ...(step === 'total' ? {} : {step_list: 0}),
+          },
+          peaks,
+        ),
         device,
       ),
       {cached: true},

@@ -4,7 +4,7 @@
 // chart_labels (labels on a chart, placed apart), table, pager, step_picker, filters, columns,
 // device, device_picker, export, advice and hardware (panels of the model view),
 // model/guidance (data shaping), op_detail (what an op is known by), progress (loading
-// status), api, state, theme, timing, format, dom, plotly.
+// status), api, prefetch (the neighbouring steps), state, theme, timing, format, dom, plotly.
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
 // module is fetched. The plugin names the plotly version in this module's URL
@@ -37,6 +37,7 @@ export const MODULES = [
   'peaks.js',
   'plotly.js',
   'progress.js',
+  'prefetch.js',
   'roofs.js',
   'sidebar.js',
   'state.js',

@@ -116,7 +116,21 @@ export function programLabel(name, id) {
 }
 
 /** Program points of the whole-profile json: Total, Average step, each step. */
+const programPointsMemo = new WeakMap(); // total data -> {true|false: points}
+
+/**
+ * The Program points of a whole-profile answer (Total, Average step, each step), in step
+ * order; one array per answer and infeed/outfeed choice, kept (a step switch reads it
+ * again: tens of thousands of steps). Callers must not change it.
+ */
 export function programPoints(totalData, include) {
+  let memo = programPointsMemo.get(totalData);
+  if (!memo) programPointsMemo.set(totalData, (memo = {}));
+  if (!memo[include]) memo[include] = collectProgramPoints(totalData, include);
+  return memo[include];
+}
+
+function collectProgramPoints(totalData, include) {
   const points = [];
   for (const r of (totalData.database || {}).roofline_model_record || []) {
     if (r.hlo_name !== 'Program' || Number(r.rank || 0) !== 0) continue;
@@ -134,17 +148,49 @@ export function programPoints(totalData, include) {
 
 export const MAX_PROGRAM_STEPS = 300; // step points the program chart draws, at most about
 
+const thinnedMemo = new WeakMap(); // points array -> its thinning, whatever step is selected
+
 /**
  * The program points the chart draws. Up to `max` steps: all. Past it, the steps are cut into
  * about `max` runs of consecutive steps and each run is drawn as its median-time step (a real
  * step, its label saying which run it stands for), plus the slowest and the fastest step and
  * the selected one, so outliers and the choice stay visible. Total and Average always.
- * Returns {points, runLength} (runLength 1: every step drawn).
+ * Returns {points, runLength} (runLength 1: every step drawn). The thinning of a `points`
+ * array is kept: choosing another step only adds that step.
  */
 export function chartProgramPoints(points, selectedStep, max = MAX_PROGRAM_STEPS) {
+  let thinned = thinnedMemo.get(points);
+  if (!thinned || thinned.max !== max) {
+    thinned = thinning(points, max);
+    thinnedMemo.set(points, thinned);
+  }
+  if (thinned.runLength === 1) return {points, runLength: 1};
+  const selected = thinned.byStep.get(String(selectedStep));
+  const shown = thinned.shown;
+  if (!selected || thinned.kept.has(selected))
+    return {points: [...shown], runLength: thinned.runLength};
+  // The selected step in its place among the points (they are in step order).
+  const at = thinned.position.get(selected);
+  let lo = 0;
+  let hi = shown.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (thinned.shownPosition[mid] < at) lo = mid + 1;
+    else hi = mid;
+  }
+  const withSelected = [
+    ...shown.slice(0, lo),
+    {...selected, label: selected.label},
+    ...shown.slice(lo),
+  ];
+  return {points: withSelected, runLength: thinned.runLength};
+}
+
+/** The step-independent part of `chartProgramPoints`: which points stand for the steps. */
+function thinning(points, max) {
   const isStep = (p) => p.step !== 'total' && p.step !== 'average';
   const steps = points.filter(isStep);
-  if (steps.length <= max) return {points, runLength: 1};
+  if (steps.length <= max) return {max, runLength: 1};
   const runLength = Math.ceil(steps.length / max);
   const time = (p) => p.record.total_time_in_us || 0;
   const byTime = (a, b) => time(a) - time(b) || Number(a.step) - Number(b.step);
@@ -161,14 +207,17 @@ export function chartProgramPoints(points, selectedStep, max = MAX_PROGRAM_STEPS
     [sorted[0], 'fastest step'],
   ];
   for (const [p, what] of extremes) kept.set(p, `${p.label} (${what})`);
-  const selected = steps.find((p) => p.step === String(selectedStep));
-  if (selected && !kept.has(selected)) kept.set(selected, selected.label);
-  return {
-    points: points
-      .filter((p) => !isStep(p) || kept.has(p))
-      .map((p) => (kept.has(p) ? {...p, label: kept.get(p)} : p)),
-    runLength,
-  };
+  const position = new Map(points.map((p, i) => [p, i]));
+  const byStep = new Map();
+  for (const p of steps) if (!byStep.has(p.step)) byStep.set(p.step, p); // the first, as find
+  const shownPosition = [];
+  const shown = [];
+  points.forEach((p, i) => {
+    if (isStep(p) && !kept.has(p)) return;
+    shown.push(kept.has(p) ? {...p, label: kept.get(p)} : p);
+    shownPosition.push(i);
+  });
+  return {max, runLength, kept, shown, shownPosition, position, byStep};
 }
 
 // Record field holding each memory's bandwidth (GiB/s); null: the profile has no byte counts.

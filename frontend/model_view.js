@@ -28,6 +28,7 @@ import {noRoofsNote} from './peaks.js';
 import {pageCount, pager} from './pager.js';
 import {loadPlotly} from './plotly.js';
 import {loadingProgress} from './progress.js';
+import {prefetchNeighbours} from './prefetch.js';
 import {selectionLabel, stepsWithoutOps} from './state.js';
 import {SortableTable} from './table.js';
 import {colors, onThemeChange} from './theme.js';
@@ -127,11 +128,16 @@ export class ModelView {
 
   async show(sel) {
     const token = ++this.token;
+    // The average step's Program point stays while the profile and its choices do: only the
+    // step changes (it is fetched again otherwise, `addAverageIfMissing`).
+    const same =
+      this.sel &&
+      ['run', 'host', 'peaks', 'include', 'device'].every((k) => this.sel[k] === sel[k]);
+    if (!same) this.averageProgram = null;
     this.showLoading(sel);
     this.sel = sel;
     this.selectedKey = '';
     this.boxKeys = null;
-    this.averageProgram = null;
     const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
     // Everything but the charts is drawn as soon as the data is here; the charts when the
     // chart library (loading since the page started) is ready too.
@@ -204,6 +210,7 @@ export class ModelView {
       include: sel.include,
       device: sel.device || 'all',
     });
+    prefetchNeighbours(sel, this.total);
     this.addAverageIfMissing(token);
   }
 
@@ -580,8 +587,18 @@ export class ModelView {
     );
   }
 
-  /** The program points of this selection's profile: Total, Average step, each step. */
+  /** The program points of this selection's profile: Total, Average step, each step (the
+   * same array while the profile, the infeed/outfeed choice and the average point stay). */
   programPointsOf() {
+    const memo = this.pointsMemo;
+    const key = [this.total, this.sel.include, this.averageProgram];
+    if (memo && memo.key.every((part, i) => part === key[i])) return memo.points;
+    const points = this.collectProgramPoints();
+    this.pointsMemo = {key, points};
+    return points;
+  }
+
+  collectProgramPoints() {
     const steps = this.total.steps || [];
     let points = programPoints(this.total, this.sel.include);
     // No step holds an op (every op ran outside the steps): Total only, said once by the
@@ -795,6 +812,7 @@ export class ModelView {
   async addAverageIfMissing(token) {
     const steps = this.total.steps || [];
     if (
+      this.averageProgram ||
       !steps.some((s) => s.complete) ||
       stepsWithoutOps({steps}) ||
       programPoints(this.total, this.sel.include).some((p) => p.step === 'average')

@@ -59,8 +59,16 @@ export function remember() {
 export function listedSteps(steps) {
   const list = (steps && steps.steps) || [];
   if (stepsWithoutOps(steps)) return [];
-  return [...list].sort((a, b) => a.step_num - b.step_num);
+  // Sorted once per answer: the sidebar asks on every change (tens of thousands of steps).
+  let sorted = listed.get(list);
+  if (!sorted) {
+    sorted = [...list].sort((a, b) => a.step_num - b.step_num);
+    listed.set(list, sorted);
+  }
+  return sorted;
 }
+
+const listed = new WeakMap(); // a steps answer's list -> its steps by number (do not change)
 
 /** True when the profile has steps but none of them holds an op (the `holds_ops` flags). */
 export function stepsWithoutOps(steps) {

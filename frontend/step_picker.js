@@ -46,6 +46,20 @@ export function stepPage(list, index) {
   return {start, steps: list.slice(start, start + STEP_PAGE)};
 }
 
+// Per list of steps (`listedSteps` keeps one per answer): made once, not on every redraw.
+const numbered = new WeakMap();
+const extremes = new WeakMap();
+
+function stepsByNumber(list) {
+  if (!numbered.has(list)) numbered.set(list, new Map(list.map((s) => [String(s.step_num), s])));
+  return numbered.get(list);
+}
+
+function extremesOf(list) {
+  if (!extremes.has(list)) extremes.set(list, extremeSteps(list));
+  return extremes.get(list);
+}
+
 function rangeText(list) {
   return `${num(list[0].step_num)}–${num(list[list.length - 1].step_num)}`;
 }
@@ -108,7 +122,7 @@ function stepControls(id, list, index, onChange, meaning) {
     'aria-describedby': message.id,
   });
   if (index >= 0) input.value = String(list[index].step_num);
-  const byNumber = new Map(list.map((s) => [String(s.step_num), s]));
+  const byNumber = stepsByNumber(list);
   const submit = () => {
     const text = input.value.trim();
     if (!text) return;
@@ -141,7 +155,7 @@ function stepControls(id, list, index, onChange, meaning) {
       disabled: !target,
       onclick: () => target && go(target),
     });
-  const {slowest, fastest} = extremeSteps(list);
+  const {slowest, fastest} = extremesOf(list);
   const which = list.some((s) => s.complete) ? 'complete step' : 'step';
   const jump = (suffix, word, s) =>
     button(suffix, `${word} #${s.step_num}`, `${word} ${which}, ${stepTimeText(s, meaning)}`, s);

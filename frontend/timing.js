@@ -1,7 +1,8 @@
 // Paint timings, exposed on window.__roofline for tests and curious users:
 // `<chart>FirstPaintMs` is performance.now() (ms since this iframe's navigation) at the
 // chart's first `plotly_afterplot`; `<chart>FirstPaintFromTopMs` is the same moment measured
-// from the navigation of the TensorBoard page that holds the iframe.
+// from the navigation of the TensorBoard page that holds the iframe; `<chart>LastPaintMs`
+// the latest one (a step switch is timed to it).
 
 const timings = {paints: {}};
 
@@ -23,6 +24,7 @@ function topOrigin() {
 export function markPaint(chart) {
   const now = performance.now();
   timings.paints[chart] = (timings.paints[chart] || 0) + 1;
+  timings[`${chart}LastPaintMs`] = now;
   if (timings[`${chart}FirstPaintMs`] === undefined) {
     timings[`${chart}FirstPaintMs`] = now;
     timings[`${chart}FirstPaintFromTopMs`] = performance.timeOrigin + now - topOrigin();

@@ -49,3 +49,15 @@ def unique(
     if return_counts:
         results.append(counts[found].astype(np.intp))
     return results[0] if len(results) == 1 else tuple(results)
+
+
+def held_bytes(arrays) -> int:
+    """The memory ``arrays`` hold: each buffer once, whatever views of it are given (a column
+    shared by two names, a slice, a broadcast scalar standing for a column of zeros)."""
+    owners: dict[int, int] = {}
+    for array in arrays:
+        owner = array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        owners[id(owner)] = owner.nbytes
+    return sum(owners.values())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import subprocess
 import sys
 
 from .errors import RooflineError
@@ -312,6 +311,8 @@ def _demo(args: argparse.Namespace) -> int:
     command = [exe] if os.path.exists(exe) else [sys.executable, "-m", "tensorboard.main"]
     command += ["--logdir", args.logdir, "--host", args.host, "--port", str(args.port)]
     try:
+        import subprocess
+
         return subprocess.call(command)
     except KeyboardInterrupt:
         return 0
@@ -476,9 +477,18 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
+# Environment numpy's BLAS reads when numpy is first imported: one thread, for the commands
+# that multiply no matrices (idle BLAS threads spin: ~0.1 CPU s of each start-up); not for
+# `calibrate`, which measures the machine's FLOP/s, nor `demo`, whose TensorBoard may.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.func in (_export, _summary, _compare) and "numpy" not in sys.modules:
+        for name, value in ONE_BLAS_THREAD.items():
+            os.environ.setdefault(name, value)
     try:
         return args.func(args)
     except RooflineError as exc:

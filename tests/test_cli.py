@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 from conftest import run_cli
@@ -164,3 +167,27 @@ def test_device_planes_without_ops_say_so(tmp_path):
     messages = [r["c"][1]["v"] for r in diagnostics["rows"] if r["c"][0]["v"] == "INFO"]
     assert any("have no XLA op events" in m for m in messages)
     assert [r["c"][3]["v"] for r in table["rows"]] == ["Program", "Program", "Program", "Program"]
+
+
+BLAS_PROBE = (
+    "import os, sys; from tb_roofline_plugin import cli; "
+    "code = cli.main(sys.argv[1:]); "
+    "import numpy; print(code, os.environ.get('OPENBLAS_NUM_THREADS'))"
+)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_export_imports_numpy_with_one_blas_thread_unless_told_otherwise(
+    shared_data, given, expected
+):
+    """Idle BLAS threads spin for ~0.1 CPU s at numpy's import; export multiplies no matrix.
+    A BLAS setting of the caller's is kept."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("NUM_THREADS")}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    path = shared_data / "xprof" / "tpu_inference_2.xplane.pb"
+    done = subprocess.run(
+        [sys.executable, "-c", BLAS_PROBE, "export", str(path), "-o", os.devnull],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.stdout.split() == ["0", expected], done.stderr

@@ -593,6 +593,42 @@ def test_slowest_and_fastest_say_the_program_tables_figures(session, server, run
     assert note.startswith(f"Times are {meaning}, not wall time")
     total = micros_of(cells["total"])
     assert total >= sum(micros_of(cells[str(s["step_num"])]) for s in complete) * (1 - 2e-3)
+
+
+def test_a_steps_neighbours_are_fetched_ahead_and_the_next_one_drawn_from_them(session, server):
+    """After a step is drawn the tab asks for the steps either side (without the list of
+    steps, which the whole profile's answer has); ▶ then draws the next step from that
+    answer, asking the server nothing. (host0's steps: not asked for by the tests before.)"""
+    asked: list[dict] = []
+
+    def record(request):
+        if "/data/plugin/roofline/data?" in request.url:
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(request.url).query)
+            asked.append({k: v[0] for k, v in query.items()})
+
+    session.page.on("request", record)
+    try:
+        frame = session.show(TRAIN, "host0", "total")
+        frame.select_option("#step-select", "2")
+        wait_view(frame, run=TRAIN, host="host0", step="2")
+        deadline = time.monotonic() + 20
+        wanted = {("2", "0"), ("1", "0"), ("3", "0")}
+        while time.monotonic() < deadline:
+            steps = {(a.get("step"), a.get("step_list")) for a in asked if a.get("host") == "host0"}
+            if wanted <= steps:
+                break
+            frame.wait_for_timeout(50)
+        assert wanted <= steps, steps
+        before = len(asked)
+        frame.click("#step-select-next")
+        wait_view(frame, run=TRAIN, host="host0", step="3")
+        assert not [a for a in asked[before:] if a.get("step") == "3"]  # from the tab's cache
+    finally:
+        session.page.remove_listener("request", record)
+    data = api(server, "data", run=TRAIN, host="host0", format="json", step=3)
+    program, _ = records(data, step=3)
+    star = next(t for t in frame.evaluate(TRACES, "op-chart") if t["meta"].get("kind") == "program")
+    assert star["y"] == pytest.approx([program["measured_flop_rate"] * G])
     session.assert_clean()
 
 

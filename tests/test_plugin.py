@@ -108,6 +108,22 @@ def test_json_format(logdir):
     assert body["database"]["roofline_model_record"][0]["hlo_name"] == "Program"
 
 
+def test_a_step_without_its_step_list_is_the_same_answer_less_the_list(logdir):
+    """The tab asks for a step with step_list=0: the list (megabytes for 50,000 steps) is
+    in the whole profile's answer already; every other key is the same."""
+    client, _ = _client(logdir)
+    query = {"run": "train/r1", "host": "host0", "format": "json", "step": "2"}
+    _, full = _get(client, "data", **query)
+    response, light = _get(client, "data", **query, step_list="0")
+    assert response.status_code == 200 and "steps" not in light
+    assert len(full["steps"]) > 2 and {**light, "steps": full["steps"]} == full
+    assert _get(client, "data", **query, step_list="1")[1] == full
+    for value, fmt in (("yes", "json"), ("0", "datatable")):
+        asked = {**query, "step": "total", "format": fmt, "step_list": value}
+        bad, body = _get(client, "data", **asked)
+        assert bad.status_code == 400 and "step_list" in body["error"]
+
+
 def test_csv_download(logdir):
     client, _ = _client(logdir)
     response = client.get(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from google.protobuf.message import DecodeError
 
-from ..protos import hlo_pb2
 from ..xspace.profile_reader import (
     METADATA_PLANE,
     UINT64_MASK,
@@ -15,7 +15,9 @@ from ..xspace.profile_reader import (
     stat_names,
     stats_dict,
 )
-from .cost.engine import ModuleCosts
+
+if TYPE_CHECKING:  # the HLO schema and the cost model only for profiles costed from HLO
+    from .cost.engine import ModuleCosts
 
 HLO_PROTO_STAT = "Hlo Proto"
 
@@ -26,6 +28,9 @@ def program_modules(profile: Profile) -> tuple[dict[int, ModuleCosts], list[str]
     The program id is the ``program_id`` stat, else the event-metadata id masked to
     uint64 (TPU profiles store it only as the id).
     """
+    from ..protos import hlo_pb2
+    from .cost.engine import ModuleCosts
+
     plane = profile.plane(METADATA_PLANE)
     if plane is None:
         return {}, []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ProfileError
 from ..files import DEFAULT_MAX_BYTES
@@ -23,26 +23,31 @@ from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, OpStats
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import host_name
-from .ops import (
-    COPY_CATEGORIES,
-    KERNEL_CATEGORIES,
-    NO_OPS,
-    NO_PEAKS,
-    NO_SHAPES,
-    NO_SHAPES_TO_COMPARE,
-    counter_op_stats,
-    cpu_op_stats,
-    gpu_op_stats,
-    has_device,
-    no_activity_stats,
-)
-from .trace_reader import TraceEvents, read_trace
 
+if TYPE_CHECKING:
+    from .trace_reader import TraceEvents
+
+# The readers (``ops``, ``trace_reader``) are imported by the functions that use them: the
+# XSpace path imports this package for ``aten_cost``'s tables only, and should not pay for them.
 __all__ = ["analyze_trace", "analyze_events"]
 
 
 def analyze_events(events: TraceEvents, host: str, peaks: PerfEnv | None = None) -> OpStats:
     """OpStats of a read trace. ``peaks`` (user/table/calibration) replace the device's."""
+    from .ops import (
+        COPY_CATEGORIES,
+        KERNEL_CATEGORIES,
+        NO_OPS,
+        NO_PEAKS,
+        NO_SHAPES,
+        NO_SHAPES_TO_COMPARE,
+        counter_op_stats,
+        cpu_op_stats,
+        gpu_op_stats,
+        has_device,
+        no_activity_stats,
+    )
+
     counted = None
     if events.of(*KERNEL_CATEGORIES, *COPY_CATEGORIES).any():
         stats = gpu_op_stats(events, host)
@@ -81,6 +86,8 @@ def analyze_trace(
     """OpStats of one Kineto trace file (``data``: its bytes, when read by the caller; the
     file and its unpacked text at most ``max_bytes``); anything malformed is a one-line
     ProfileError naming the file. ``parsed`` is called once the JSON is parsed (progress)."""
+    from .trace_reader import read_trace
+
     events = read_trace(path, data, max_bytes)
     if parsed is not None:
         parsed()

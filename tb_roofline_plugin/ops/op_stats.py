@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..arrays import unique
+from ..arrays import held_bytes, unique
 from ..peaks.devices import device_time_words
 from ..peaks.perf_env import PerfEnv, RunEnvironment
 from ..wording import named
@@ -68,20 +68,62 @@ class StepInfo:
         return f"StepInfo(step_num={self.step_num}, complete={self.complete})"
 
 
+class StepList(list):
+    """The StepInfos ``table_steps`` makes, with what they were made of as arrays: readers of
+    every step (the json's step list, which steps hold ops) take the arrays instead of a
+    Python loop over tens of thousands of objects. A slice or copy is a plain list."""
+
+    def __init__(self, items, table: StepOps, numbers, complete, durations, positions=None) -> None:
+        super().__init__(items)
+        self.table = table
+        if positions is None:
+            positions = np.arange(len(numbers), dtype=np.int64)
+        self.positions = positions  # int64 per step: its index in ``table``
+        self.numbers = numbers  # int64 per step
+        self.complete = complete  # bool
+        self.durations = durations  # int64 ps
+
+    def where(self, chosen: np.ndarray) -> StepList:
+        """The steps where ``chosen`` (bool per step) is true, arrays included."""
+        index = np.flatnonzero(chosen)
+        items = [self[i] for i in index.tolist()]
+        return StepList(
+            items,
+            self.table,
+            self.numbers[index],
+            self.complete[index],
+            self.durations[index],
+            self.positions[index],
+        )
+
+
 def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
     """The StepInfo of every step of ``table`` (same order)."""
+    numbers = np.asarray(numbers, np.int64)
+    complete = np.asarray(complete, bool)
+    durations = np.asarray(durations, np.int64)
     # As Python ints and bools once: tens of thousands of steps, no numpy scalar each.
-    numbers = np.asarray(numbers, np.int64).tolist()
-    complete = np.asarray(complete, bool).tolist()
-    durations = np.asarray(durations, np.int64).tolist()
-    return [
+    items = [
         StepInfo(num, done, duration_ps=d, table=table, index=i)
-        for i, (num, done, d) in enumerate(zip(numbers, complete, durations))
+        for i, (num, done, d) in enumerate(
+            zip(numbers.tolist(), complete.tolist(), durations.tolist())
+        )
     ]
+    return StepList(items, table, numbers, complete, durations)
+
+
+def step_arrays(steps: list[StepInfo]) -> StepList | None:
+    """``steps`` as ``table_steps`` made them, arrays included; None for any other list."""
+    if isinstance(steps, StepList) and len(steps) == len(steps.numbers):
+        return steps
+    return None
 
 
 def shared_table(steps: list[StepInfo]) -> tuple[StepOps | None, np.ndarray]:
     """The one StepOps all ``steps`` live in and their indices there, or (None, [])."""
+    made = step_arrays(steps)
+    if made is not None:
+        return made.table, made.positions
     table = steps[0].table if steps else None
     if table is None or any(s.table is not table or s._db is not None for s in steps):
         return None, np.zeros(0, np.int64)
@@ -111,7 +153,7 @@ def step_nbytes(steps: list[StepInfo]) -> int:
     """Memory the steps' ops hold: each shared table once, and the steps' own dbs."""
     tables = {id(s.table): s.table for s in steps if s._db is None and s.table is not None}
     own = [s._db for s in steps if s._db is not None]
-    numeric = sum(v.nbytes for db in own for v in db.__dict__.values() if hasattr(v, "nbytes"))
+    numeric = held_bytes([v for db in own for v in db.__dict__.values() if hasattr(v, "nbytes")])
     return sum(t.nbytes for t in tables.values()) + numeric
 
 
@@ -252,6 +294,9 @@ class OpStats:
 
     @property
     def complete_steps(self) -> list[StepInfo]:
+        made = step_arrays(self.steps)
+        if made is not None:  # with its arrays (the average sums them from the table)
+            return made.where(made.complete)
         return [s for s in self.steps if s.complete]
 
 
@@ -481,7 +526,8 @@ class HostsStepOps(StepOps):
 
     @property
     def nbytes(self) -> int:
-        return super().nbytes + self.key.nbytes
+        return held_bytes([*self.values.values(), *self.static.values(), self.op, self.offsets,
+                           self.key])  # fmt: skip
 
     def db(self, step: int) -> OpMetricsDb:
         part = self.row_db(slice(int(self.offsets[step]), int(self.offsets[step + 1])))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays import unique
+from ..arrays import held_bytes, unique
 from .op_metrics import (
     HBM,
     IDLE_NAME,
@@ -121,8 +121,7 @@ class StepOps:
 
     @property
     def nbytes(self) -> int:
-        arrays = [*self.values.values(), *self.static.values(), self.op, self.offsets]
-        return sum(a.nbytes for a in arrays)
+        return held_bytes([*self.values.values(), *self.static.values(), self.op, self.offsets])
 
     def db(self, step: int) -> OpMetricsDb:
         """One step's db, IDLE included, as a per-step OpMetricsDb would be."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -21,8 +20,8 @@ from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import file_head, host_name, is_trace_file
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
 
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+if TYPE_CHECKING:  # concurrent.futures only where hosts are analyzed in parallel
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 NO_OPS = (
     "This profile has no TPU or GPU device planes and no XLA op events on the host "
@@ -174,6 +173,8 @@ READERS = (
     f"{__package__}.gpu",
     f"{__package__}.cpu",
     "tb_roofline_plugin.kineto",
+    "tb_roofline_plugin.kineto.ops",
+    "tb_roofline_plugin.kineto.trace_reader",
 )
 PARALLEL_MIN_BYTES = PARALLEL_MIN_MB * 1_000_000  # hosts of a run; below, one process is as fast
 
@@ -217,6 +218,8 @@ def shared_in_order(
     not do (its result is None, or it raised, or the pool broke) is done here. ``here``'s
     errors come in their turn, as in a serial loop.
     """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     ready: dict[int, object] = {}
     running: dict[int, Future] = {}
     given = 0  # work before this has gone out

@@ -167,11 +167,35 @@ def flight_ends(
     return out
 
 
+HOST_CHUNK_EVENTS = 1 << 18  # events of a host line read at a time (memory: one piece)
+
+
+@dataclass
+class _HostParts:
+    """What ``read_host_events`` reads from the lines, piece by piece, before the file's bytes
+    may go: the op events' columns per piece."""
+
+    hlo_ops: StringCodes
+    columns: dict[str, list] = field(default_factory=dict)
+    roots: list = field(default_factory=list)
+
+    def add(self, **parts: np.ndarray) -> None:
+        for name, part in parts.items():
+            self.columns.setdefault(name, []).append(part)
+
+    def joined(self, name: str, empty: np.ndarray = _NO_I64) -> np.ndarray:
+        """A column's pieces as one array; the pieces go (memory: the column once)."""
+        parts = self.columns.pop(name, [])
+        return np.concatenate(parts, axis=-1) if parts else empty
+
+
 def read_host_events(plane: Plane) -> HostEvents:
-    begins, ends, flows, has_flows = [], [], [], []
-    programs, runs, has_runs, roots, devices = [], [], [], [], []
-    flow_ids, flow_end, execute, schedule = [], [], [], []
-    hlo_ops = StringCodes()
+    return host_events(read_host_parts(plane))
+
+
+def read_host_parts(plane: Plane) -> _HostParts:
+    """The host plane's op events, step roots, flow ends and execution marks, each line read
+    in pieces of HOST_CHUNK_EVENTS (the ops' nesting is found later, from their columns)."""
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
     end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
@@ -179,48 +203,69 @@ def read_host_events(plane: Plane) -> HostEvents:
     schedule_meta = _metadata_ids(plane, lambda name: name == SCHEDULE_EVENT)
     wanted = [ids.get("_r"), ids.get("step_num"), ids.get("hlo_op"), ids.get("_c")]
     wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
-    for line in plane.lines:
-        if not may_have_stats(line, wanted):
-            continue  # threads without XLA ops, their ends, step roots or executions
-        # The whole line at once (ops nest), with only the stats read here.
-        (table,) = line_tables(line, [ids.get(name) for name in _OP_STATS], chunk_events=-1)
-        roots.extend(step_roots(table, ids))
-        has_end, end_flow = table.integers(ids.get("_c"))
-        is_end = has_end & np.isin(table.metadata_id, end_meta)
-        flow_ids.append(end_flow[is_end])
-        flow_end.append(table.end_ps[is_end])
-        marks = np.isin(table.metadata_id, execute_meta)
-        execute.append(np.stack([table.begin_ps[marks], table.end_ps[marks]]))
-        schedule.append(table.begin_ps[np.isin(table.metadata_id, schedule_meta)])
-        local, values = table.string_codes(ids.get("hlo_op"), stat_name)
-        named = np.array([bool(v) for v in values] + [False], bool)[local]
-        has_program, program = table.integers(ids.get("program_id"))
-        ops = np.flatnonzero(has_program & named)
-        has_flow, flow = table.integers(ids.get("_p"))
-        begins.append(table.begin_ps[ops])
-        ends.append(table.end_ps[ops])
-        flows.append(flow[ops])
-        has_flows.append(has_flow[ops])
-        programs.append(program[ops].astype(np.uint64))
-        has_run, run = table.integers(ids.get("run_id"))
-        runs.append(run[ops])
-        has_runs.append(has_run[ops])
-        devices.append(table.integers(ids.get("device_ordinal"))[1][ops])
-        hlo_ops.add_distinct(values, local[ops])
-    steps = number_steps(roots)
-    if not begins:
+    stats = [ids.get(name) for name in _OP_STATS]  # only the stats read here
+
+    def read_line(line) -> list[tuple[list, dict, list, np.ndarray]]:
+        """Each piece of the line: (step roots, op columns, hlo_op values, their codes)."""
+        pieces = []
+        for table in line_tables(line, stats, chunk_events=HOST_CHUNK_EVENTS):
+            has_end, end_flow = table.integers(ids.get("_c"))
+            is_end = has_end & np.isin(table.metadata_id, end_meta)
+            marks = np.isin(table.metadata_id, execute_meta)
+            local, values = table.string_codes(ids.get("hlo_op"), stat_name)
+            named = np.array([bool(v) for v in values] + [False], bool)[local]
+            has_program, program = table.integers(ids.get("program_id"))
+            ops = np.flatnonzero(has_program & named)
+            has_flow, flow = table.integers(ids.get("_p"))
+            has_run, run = table.integers(ids.get("run_id"))
+            end_ps = table.end_ps
+            columns = {
+                "flow_ids": end_flow[is_end],
+                "flow_end": end_ps[is_end],
+                "execute": np.stack([table.begin_ps[marks], end_ps[marks]]),
+                "schedule": table.begin_ps[np.isin(table.metadata_id, schedule_meta)],
+                "begin": table.begin_ps[ops],
+                "end": end_ps[ops],
+                "flow": flow[ops],
+                "has_flow": has_flow[ops],
+                "program": program[ops].astype(np.uint64),
+                "run": run[ops],
+                "has_run": has_run[ops],
+                "device": table.integers(ids.get("device_ordinal"))[1][ops],
+            }
+            pieces.append((step_roots(table, ids), columns, values, local[ops]))
+        return pieces
+
+    # Threads without XLA ops, their ends, step roots or executions are skipped. One line at
+    # a time: in threads, two lines' pieces in flight cost more memory than they save time.
+    lines = [line for line in plane.lines if may_have_stats(line, wanted)]
+    parts = _HostParts(StringCodes())
+    for pieces in map(read_line, lines):
+        for roots, columns, values, codes in pieces:
+            parts.roots.extend(roots)
+            parts.add(**columns)
+            parts.hlo_ops.add_distinct(values, codes)
+    return parts
+
+
+def host_events(parts: _HostParts) -> HostEvents:
+    """The HostEvents of what ``read_host_parts`` read (the file's bytes may be gone)."""
+    hlo_ops = parts.hlo_ops
+    steps = number_steps(parts.roots)
+    if not parts.columns.get("begin"):
         return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
-    op_begin = np.concatenate(begins)
-    op_event_end = np.concatenate(ends)
+    # Each column is joined where it is first needed, its pieces let go.
+    op_begin = parts.joined("begin")
+    op_event_end = parts.joined("end")
     op_end = flight_ends(
         op_begin,
         op_event_end,
-        np.concatenate(flows),
-        np.concatenate(has_flows),
-        np.concatenate(flow_ids),
-        np.concatenate(flow_end),
+        parts.joined("flow"),
+        parts.joined("has_flow"),
+        parts.joined("flow_ids"),
+        parts.joined("flow_end"),
     )
-    executes = np.concatenate(execute, axis=1)
+    executes = parts.joined("execute", np.zeros((2, 0), np.int64))
     executes = executes[:, np.argsort(executes[0], kind="stable")]
     executes = executes[:, ~nested_in_earlier(executes[0], executes[1])]
     # An op is (program, instruction): the last "::" part of hlo_op names the instruction.
@@ -229,11 +274,11 @@ def read_host_events(plane: Plane) -> HostEvents:
     text_name = [name_ids.setdefault(str(t).rsplit("::", 1)[-1], len(name_ids)) for t in texts]
     name_code = np.asarray(text_name, np.int64)[text_code]
     names, width = list(name_ids), max(len(name_ids), 1)
-    program_values, program_code = unique(np.concatenate(programs), return_inverse=True)
+    program_values, program_code = unique(parts.joined("program"), return_inverse=True)
     program_code = program_code.ravel().astype(np.int64)
     op, keys = first_seen_codes(program_code * width + name_code)
     op_keys = [(int(program_values[k // width]), names[k % width]) for k in keys.tolist()]
-    ordinals, device = unique(np.concatenate(devices), return_inverse=True)
+    ordinals, device = unique(parts.joined("device"), return_inverse=True)
     return HostEvents(
         op_begin=op_begin,
         op_end=op_end,
@@ -242,9 +287,9 @@ def read_host_events(plane: Plane) -> HostEvents:
         op_keys=op_keys,
         steps=steps,
         op_program=program_code,
-        op_run=np.concatenate(runs),
-        op_has_run=np.concatenate(has_runs),
-        marks=HostMarks(executes[0], executes[1], np.sort(np.concatenate(schedule))),
+        op_run=parts.joined("run"),
+        op_has_run=parts.joined("has_run"),
+        marks=HostMarks(executes[0], executes[1], np.sort(parts.joined("schedule"))),
         op_device=device.ravel().astype(np.int64),
         device_ordinals=[int(d) for d in ordinals.tolist()] or [0],
         op_event_end=op_event_end,
@@ -342,8 +387,10 @@ def cpu_op_stats(
     devices) keeps one device's ops, steps and time. Spans, executions and busy shares are
     found with every device's events first, so the devices' figures add up to all of them."""
     plane = profile.plane(HOST_PLANE)
-    events = read_host_events(plane) if plane is not None else None
-    profile.done_reading()
+    parts = read_host_parts(plane) if plane is not None else None
+    profile.done_reading()  # the file's bytes go before the op columns are joined
+    events = host_events(parts) if parts is not None else None
+    del parts
     count = len(events.op) if events is not None else 0
     devices = list(events.device_ordinals) if events is not None and count else []
     check_device(device, devices)

@@ -148,7 +148,16 @@ def _add_kernels(parts, strings, table, plane, ids, names, where: tuple[int, int
         parts.setdefault(key, []).append(value)
 
 
+KERNEL_CHUNK_EVENTS = 1 << 18  # kernels of a stream line read at a time (memory: one piece)
+
+
 def read_kernels(planes: list[Plane]) -> Kernels:
+    return join_kernels(*read_kernel_parts(planes))
+
+
+def read_kernel_parts(planes: list[Plane]) -> tuple[dict[str, list], dict[str, StringCodes]]:
+    """The kernels' columns, piece by piece (joined by ``join_kernels`` once the file's bytes
+    may go)."""
     parts: dict[str, list] = {}
     strings = {"kernel": StringCodes(), "hlo_op": StringCodes(), "tf_op": StringCodes()}
     line_number = 0
@@ -159,8 +168,15 @@ def read_kernels(planes: list[Plane]) -> Kernels:
             line_number += 1
             if is_derived_line(line):
                 continue  # Steps, TensorFlow Ops, XLA Ops...: spans of kernels, not kernels
-            for table in line_tables(line, [ids.get(name) for name in KERNEL_STATS]):
+            stats = [ids.get(name) for name in KERNEL_STATS]
+            for table in line_tables(line, stats, chunk_events=KERNEL_CHUNK_EVENTS):
                 _add_kernels(parts, strings, table, plane, ids, names, (p, line_number))
+    return parts, strings
+
+
+def join_kernels(parts: dict[str, list], strings: dict[str, StringCodes]) -> Kernels:
+    """The Kernels of ``read_kernel_parts``' pieces, each column joined in turn (its pieces
+    let go)."""
     if not parts:
         empty = np.zeros(0, np.int64)
         return Kernels(empty, empty, empty, empty, empty, [], empty, [], empty, [],
@@ -420,10 +436,14 @@ def gpu_op_stats(
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
     perf_env, device_type = gpu_perf_env(plane_stats)
     perf_env.dtype_tflops = gpu_dtype_tflops(plane_stats)
-    kernels = read_kernels(planes)
+    # One reader at a time (in threads, the pieces in flight cost more memory than they save
+    # time); the file's bytes go before the kernels' columns are joined.
+    markers = host_markers(profile.plane(HOST_PLANE))  # first: its temporaries, then none
+    kernel_parts = read_kernel_parts(planes)
     derived = read_derived(planes)
-    markers = host_markers(profile.plane(HOST_PLANE))
     profile.done_reading()
+    kernels = join_kernels(*kernel_parts)
+    del kernel_parts
     op, table = assign_ops(kernels, modules)
     spans = _spans(kernels, len(planes))
     numbers = [int(m.group(1)) for p in planes if (m := GPU_PLANE.match(p.name))]

@@ -22,6 +22,7 @@ from ..xspace.event_table import line_tables, may_have_stats
 from ..xspace.profile_reader import Plane, stat_ids
 
 MARKER_STATS = ("_r", "step_num", "correlation_id")
+MARKER_CHUNK_EVENTS = 1 << 18  # host events read at a time (memory: one piece)
 
 
 _NO_IDS = np.zeros(0, np.uint64)
@@ -93,7 +94,8 @@ def host_markers(plane: Plane | None) -> HostMarkers:
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches
-        for table in line_tables(line, [ids.get(name) for name in MARKER_STATS]):
+        stats = [ids.get(name) for name in MARKER_STATS]
+        for table in line_tables(line, stats, chunk_events=MARKER_CHUNK_EVENTS):
             roots.extend(step_roots(table, ids))
             has_id, correlation = table.integers(ids.get("correlation_id"))
             launch_ids.append(correlation[has_id].astype(np.uint64))

@@ -23,9 +23,10 @@ from ..hlo.text import (
     shortened,
     without_layouts,
 )
-from ..ops.op_metrics import MEMORY_SPACES, TEXT_COLUMNS, empty_columns, self_times
+from ..ops.op_metrics import MEMORY_SPACES, TEXT_COLUMNS, empty_columns
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
+from ..ops.span_sums import SpanSums, array_span_sums, span_sums
 from ..ops.step_ops import StepOps, part_cells, step_ops
 from ..peaks.device_rules import tpu_dtype_tflops
 from ..peaks.perf_env import RunEnvironment, tpu_perf_env
@@ -42,31 +43,33 @@ from ..xspace.profile_reader import (
     stats_dict,
 )
 from .host_steps import valid_step_number, valid_step_numbers
+from .in_threads import thread_map
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
 _EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
+THREADS_MIN_BYTES = 8_000_000  # lines of a host's cores worth summing in threads
 
 
 @dataclass
 class CoreOps:
-    """One TensorCore's op events, each mapped to a row of ``ops`` (-1: not an op)."""
+    """One TensorCore's op events, summed per op (and per step window where it has steps);
+    ``op_row`` maps each of ``sums.ids`` to a row of ``ops`` (-1: not an op)."""
 
-    begin_ps: np.ndarray
-    end_ps: np.ndarray
-    self_ps: np.ndarray
-    occurrences: np.ndarray
+    sums: SpanSums
     op_row: np.ndarray
-    dma_stall_ps: np.ndarray
-    time_scale: np.ndarray
     ops: dict[str, np.ndarray]  # per-occurrence costs and identity of each distinct op
+    ops_source: object  # cores with the same (not None) have equal ``ops``
     steps: list[tuple[int, int, int]]  # (step number, begin ps, end ps)
+    windows: list[tuple[int, int]] | None  # (begin, end) ps of the steps the sums are of
+
+    @property
+    def events(self) -> int:
+        return self.sums.events
 
     @property
     def span_ps(self) -> int:
-        if len(self.begin_ps) == 0:
-            return 0
-        return int(self.end_ps.max() - self.begin_ps.min())
+        return self.sums.span_ps
 
 
 def _split_source(source: str) -> tuple[str, int]:
@@ -131,9 +134,10 @@ _OP_TABLES_LOCK = threading.Lock()
 
 def _shared_op_table(
     plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
-) -> tuple[dict, np.ndarray]:
+) -> tuple[dict, np.ndarray, object]:
     """``_op_table``, its result kept for planes with the same metadata (the columns copied:
-    each core owns its own)."""
+    each core owns its own); and what the columns were copied from (cores with the same
+    one have equal op tables; None: a table of its own)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
@@ -147,7 +151,8 @@ def _shared_op_table(
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
-    return {k: v.copy() for k, v in cols.items()}, rows[np.searchsorted(distinct, metadata_ids)]
+    copied = {k: v.copy() for k, v in cols.items()}
+    return copied, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
 
 
 def _op_text(line: str, module: ModuleCosts | None, stats: dict) -> tuple[OpText, str]:
@@ -195,42 +200,51 @@ def _steps(plane: Plane) -> list[tuple[int, int, int]]:
     return list(zip(numbers, begin.tolist(), end.tolist()))
 
 
-def _constant_as_view(values: np.ndarray) -> np.ndarray:
-    """A column whose values are all equal (a stat no event has) as a read-only view."""
-    if len(values) and (values == values[0]).all():
-        return np.broadcast_to(values[:1].copy(), values.shape)
-    return values
+def core_ops(
+    plane: Plane,
+    steps: list[tuple[int, int, int]],
+    windows: list[tuple[int, int]] | None,
+    modules: dict[int, ModuleCosts] | None = None,
+) -> CoreOps:
+    """The core's op events summed per op and per window (of its ``steps``; None: none);
+    ``modules`` (by program id) give its ops' texts and dtypes."""
+    modules = modules or {}
+    lines = [line for line in plane.lines if line.name in OP_LINES]
+    sums = span_sums(plane, lines, _EVENT_STATS, windows)
+    ops, op_row, source = _shared_op_table(plane, sums.ids, modules)
+    key = _distinct_keys(ops, op_row)
+    if key is not None:  # two metadata ids of one op: their events are summed together
+        parts = [line_events(plane, line, numeric_stats=_EVENT_STATS) for line in lines]
+        ids = np.concatenate([p.metadata_id for p in parts]) if parts else np.zeros(0, np.int64)
+        first: dict[int, int] = {}
+        for mid, k in zip(sums.ids.tolist(), key.tolist()):
+            first.setdefault(k, mid)
+        merged = np.array([first[k] for k in key.tolist()], np.int64)
+        sums = array_span_sums(parts, _EVENT_STATS, windows, merged[_positions(sums.ids, ids)])
+        ops, op_row, source = _shared_op_table(plane, sums.ids, modules)
+    return CoreOps(sums, op_row, ops, source, steps, windows)
 
 
-def core_ops(plane: Plane, modules: dict[int, ModuleCosts] | None = None) -> CoreOps:
-    parts = [
-        line_events(plane, line, numeric_stats=_EVENT_STATS)
-        for line in plane.lines
-        if line.name in OP_LINES
-    ]
-    if parts:
-        metadata_id = np.concatenate([p.metadata_id for p in parts])
-        begin = np.concatenate([p.begin_ps for p in parts])
-        end = np.concatenate([p.end_ps for p in parts])
-        occurrences = np.concatenate([p.occurrences for p in parts])
-        self_ps = np.concatenate([self_times(p.begin_ps, p.end_ps) for p in parts])
-        dma = np.concatenate([p.stats["dma_stall_duration_ps"] for p in parts])
-        scale = np.concatenate([p.stats["Time Scale Multiplier"] for p in parts])
-    else:
-        metadata_id = begin = end = occurrences = self_ps = np.zeros(0, np.int64)
-        dma = scale = np.zeros(0)
-    ops, op_row = _shared_op_table(plane, metadata_id, modules or {})
-    return CoreOps(
-        begin_ps=begin,
-        end_ps=end,
-        self_ps=self_ps,
-        occurrences=occurrences,
-        op_row=op_row,
-        dma_stall_ps=_constant_as_view(np.nan_to_num(dma)),
-        time_scale=_constant_as_view(np.where(np.isnan(scale), 1.0, scale)),
-        ops=ops,
-        steps=_steps(plane),
+def _positions(distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The index in ``distinct`` (distinct, any order) of each of ``values``."""
+    order = np.argsort(distinct, kind="stable")
+    return order[np.searchsorted(distinct[order], values)]
+
+
+def _distinct_keys(ops: dict, op_row: np.ndarray) -> np.ndarray | None:
+    """None when every metadata id that is an op is an op of its own (the usual case);
+    else a key per metadata id, equal for the ids of one (program, name), unique for the
+    others."""
+    valid = op_row >= 0
+    pairs = list(
+        zip(ops["program_id"][op_row[valid]].tolist(), ops["name"][op_row[valid]].tolist())
     )
+    if len(set(pairs)) == len(pairs):
+        return None
+    index: dict = {}
+    key = np.arange(len(op_row), dtype=np.int64) + len(op_row)
+    key[valid] = [index.setdefault(pair, len(index)) for pair in pairs]
+    return key
 
 
 _STATIC = (
@@ -251,18 +265,23 @@ _STATIC = (
 )
 
 
-def windowed_ops(
-    cores: list[CoreOps], windows: list[list[tuple[int, int]]] | None = None
-) -> StepOps:
-    """Op metrics summed over cores: of whole cores, or per window (step).
+def windowed_ops(cores: list[CoreOps], by_window: bool = False) -> StepOps:
+    """Op metrics summed over cores: of whole cores, or per window (step; the cores' sums
+    hold the same windows, ``_core_windows``).
 
-    ``windows[c][w]`` is window w on core c; an event belongs to the window it starts in.
-    One pass over all cores' events bins them by (window, op); ops of all cores share
-    one table keyed by (program, name), so no per-window merging is needed.
+    Ops of all cores share one table keyed by (program, name); each core's sums (per op,
+    or per (window, op) cell) are added core by core, so no per-window merging is needed.
     """
     keys: dict[tuple[int, str], int] = {}
-    mappings = []
-    for core in cores:
+    mappings: list[np.ndarray] = []
+    first_with: dict[int, int] = {}  # an op table's first core (by its source)
+    for c, core in enumerate(cores):
+        seen = first_with.get(id(core.ops_source)) if core.ops_source is not None else None
+        if seen is not None:  # a core of the same program: the same keys
+            mappings.append(mappings[seen])
+            continue
+        if core.ops_source is not None:
+            first_with[id(core.ops_source)] = c
         mapping = np.empty(len(core.ops["name"]), np.int64)
         pairs = zip(core.ops["program_id"].tolist(), core.ops["name"].tolist())
         for row, key in enumerate(pairs):
@@ -270,43 +289,53 @@ def windowed_ops(
         mappings.append(mapping)
     n = len(keys)
     table = empty_columns(n)
-    for core, mapping in reversed(list(zip(cores, mappings))):  # the first core wins
+    # The first core with an op describes it: later cores are written first, each table once.
+    firsts = sorted({c if core.ops_source is None else first_with[id(core.ops_source)]
+                     for c, core in enumerate(cores)})  # fmt: skip
+    for c in reversed(firsts):
         for col in _STATIC:
-            table[col][mapping] = core.ops[col]
-    count = 1 if windows is None else len(windows[0])
-    totals = np.zeros(count, np.int64)
-    takes, groups, op_parts = [], [], []
-    for c, (core, mapping) in enumerate(zip(cores, mappings)):
-        take = core.op_row >= 0
-        if windows is None:
-            group = np.zeros(len(core.begin_ps), np.int64)
-            totals[0] += core.span_ps
+            table[col][mappings[c]] = cores[c].ops[col]
+    count = 1
+    totals = np.zeros(1, np.int64)
+    if by_window:
+        count = len(cores[0].windows or []) if cores else 0
+        totals = np.zeros(count, np.int64)
+    groups: list[np.ndarray] = []
+    op_parts: list[np.ndarray] = []
+    sums: list[dict[str, np.ndarray]] = []
+    for core, mapping in zip(cores, mappings):
+        if by_window:
+            rows = core.op_row[core.sums.cell_id]
+            taken = rows >= 0
+            group = core.sums.cell_window[taken]
+            part = core.sums.per_cell
+            spans = np.array(core.windows, np.int64).reshape(-1, 2)
+            totals += spans[:, 1] - spans[:, 0]
         else:
-            starts = np.array([w[0] for w in windows[c]], np.int64)
-            ends = np.array([w[1] for w in windows[c]], np.int64)
-            group = np.searchsorted(starts, core.begin_ps, side="right") - 1
-            inside = group >= 0
-            inside[inside] &= core.begin_ps[inside] < ends[group[inside]]
-            take &= inside
-            totals += ends - starts
-        takes.append(take)
-        groups.append(group[take])
-        op_parts.append(mapping[core.op_row[take]])
+            rows = core.op_row
+            taken = rows >= 0
+            group = np.zeros(int(taken.sum()), np.int64)
+            part = core.sums.per_id
+            totals[0] += core.span_ps
+        every = bool(taken.all())
+        groups.append(group)
+        op_parts.append(mapping[rows if every else rows[taken]])
+        sums.append(part if every else {k: v[taken] for k, v in part.items()})
     binned = part_cells(groups, op_parts, n, count)
     del groups, op_parts
 
-    def summed(column) -> np.ndarray:
-        """Per-cell sums of ``column(core)`` over the events each core takes."""
-        return binned.sum([column(core)[take] for core, take in zip(cores, takes)])
+    def summed(name: str) -> np.ndarray:
+        """Per-cell sums of the cores' sums, core by core."""
+        return binned.sum([core_sums[name] for core_sums in sums])
 
-    occ = summed(lambda core: core.occurrences)
+    occ = summed("occurrences")
     per_occurrence = {k: table[k][binned.op] for k in ("flops", "model_flops", "bytes_accessed")}
     columns = {
         "occurrences": occ.astype(np.int64),
-        "time_ps": summed(lambda core: core.end_ps - core.begin_ps).astype(np.int64),
-        "self_time_ps": summed(lambda core: core.self_ps).astype(np.int64),
-        "dma_stall_ps": summed(lambda core: core.dma_stall_ps),
-        "normalized_time_ps": summed(lambda core: (core.end_ps - core.begin_ps) * core.time_scale),
+        "time_ps": summed("time_ps").astype(np.int64),
+        "self_time_ps": summed("self_ps").astype(np.int64),
+        "dma_stall_ps": summed("stat"),
+        "normalized_time_ps": summed("scaled_ps"),
         **{k: v * occ for k, v in per_occurrence.items()},
         "breakdown": table["breakdown"][binned.op] * occ[:, None, None],
     }
@@ -321,10 +350,10 @@ def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) 
     show the cut as a first step beginning exactly at the earliest op event, or a last
     step ending exactly at the latest one.
     """
-    if len(core.begin_ps) == 0:
+    if core.events == 0:
         return False
     _, begin, end = step
-    return (first and begin == int(core.begin_ps.min())) or (last and end == int(core.end_ps.max()))
+    return (first and begin == core.sums.min_begin_ps) or (last and end == core.sums.max_end_ps)
 
 
 def tpu_op_stats(
@@ -340,21 +369,32 @@ def tpu_op_stats(
     planes = profile.planes_matching(TPU_CORE_PLANE)
     perf_env, device_type = tpu_perf_env(planes[0])
     perf_env.dtype_tflops = tpu_dtype_tflops(device_type, perf_env.peak_tera_flops_per_second)
-    cores = [core_ops(plane, modules) for plane in planes]
+    steps = [_steps(plane) for plane in planes]
+    core_numbers = [_core_number(plane.name) for plane in planes]
+    if device in core_numbers:  # one core: its own steps, not those every core has
+        at = core_numbers.index(device)
+        numbers, own = _core_windows([steps[at]])
+        windows = [own[0] if c == at else None for c in range(len(planes))]
+    else:
+        numbers, windows = _core_windows(steps)
+    # The cores' lines are summed in C without the GIL: at once, on a machine with idle cores.
+    parallel = sum(len(line.raw) for p in planes for line in p.lines if hasattr(line, "raw"))
+    threads = None if parallel >= THREADS_MIN_BYTES else 1
+    work = [(p, s, w, modules) for p, s, w in zip(planes, steps, windows)]
+    cores = thread_map(lambda c: core_ops(*c), work, threads)
     profile.done_reading()
-    numbers = [_core_number(plane.name) for plane in planes]
-    devices = [n for n, c in zip(numbers, cores) if len(c.begin_ps)]
+    devices = [n for n, c in zip(core_numbers, cores) if c.events]
     check_device(device, devices)
     core_count = len(planes)
     if device is not None:
-        cores, core_count = [cores[numbers.index(device)]], 1
+        cores, core_count = [cores[core_numbers.index(device)]], 1
     run_env = RunEnvironment(
         hardware_type="TPU",
         device_type=device_type,
         device_core_count=core_count,
-        active_core_count=sum(1 for c in cores if len(c.begin_ps)),
+        active_core_count=sum(1 for c in cores if c.events),
     )
-    all_db = windowed_ops([c for c in cores if len(c.begin_ps)]).db(0)
+    all_db = windowed_ops([c for c in cores if c.events]).db(0)
     stats = OpStats(
         hosts=[host],
         run_env=run_env,
@@ -364,7 +404,7 @@ def tpu_op_stats(
         device=device,
     )
     stats.has_step_markers = any(c.steps for c in cores)
-    stats.steps = _intersect_steps([c for c in cores if c.steps])
+    stats.steps = _intersect_steps([c for c in cores if c.steps], numbers)
     stats.diagnostics = Diagnostics()
     return stats
 
@@ -375,19 +415,53 @@ def _core_number(plane_name: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _intersect_steps(cores: list[CoreOps]) -> list[StepInfo]:
+def _core_windows(
+    steps: list[list[tuple[int, int, int]]],
+) -> tuple[list[int], list[list[tuple[int, int]] | None]]:
+    """The step numbers every core with steps has, and each core's windows of them (in
+    number order; None for a core without steps)."""
+    with_steps = [s for s in steps if s]
+    if not with_steps:
+        return [], [None] * len(steps)
+    numbers = sorted(set.intersection(*({s[0] for s in c} for c in with_steps)))
+    windows: list[list[tuple[int, int]] | None] = []
+    for core_steps in steps:
+        if not core_steps:
+            windows.append(None)
+            continue
+        positions = _positions_of(core_steps)
+        windows.append([core_steps[positions[num]][1:] for num in numbers])
+    return numbers, windows
+
+
+def _positions_of(steps: list[tuple[int, int, int]]) -> dict[int, int]:
+    """The position of each step number among ``steps`` (a repeated number: its last)."""
+    return {s[0]: i for i, s in enumerate(steps)}
+
+
+SAFE_SPAN_PS = 1 << 62  # window bounds within this: end - begin cannot overflow int64
+
+
+def _intersect_steps(cores: list[CoreOps], numbers: list[int]) -> list[StepInfo]:
     """Steps every core has, by number; each step's ops summed over cores."""
     if not cores:
         return []
-    numbers = sorted(set.intersection(*({s[0] for s in c.steps} for c in cores)))
-    windows, durations, complete = [], np.zeros(len(numbers), np.int64), [True] * len(numbers)
+    durations, complete = np.zeros(len(numbers), np.int64), [True] * len(numbers)
+    chosen_at = {num: k for k, num in enumerate(numbers)}
     for core in cores:
-        positions = {s[0]: i for i, s in enumerate(core.steps)}
-        chosen = [core.steps[positions[num]] for num in numbers]
-        windows.append([(b, e) for _, b, e in chosen])
-        durations = np.maximum(durations, [e - b for _, b, e in chosen])
+        spans = np.array(core.windows, np.int64).reshape(-1, 2)
+        if len(spans) and np.abs(spans).max() < SAFE_SPAN_PS:
+            durations = np.maximum(durations, spans[:, 1] - spans[:, 0])
+        else:  # as Python ints: an overflow is an error, not a wrapped duration
+            durations = np.maximum(durations, [e - b for b, e in core.windows or []])
+        # Only a core's first and last step can be cut (``_is_cut``): the chosen steps at
+        # those positions.
         last = len(core.steps) - 1
-        for k, (num, step) in enumerate(zip(numbers, chosen)):
-            if _is_cut(core, step, positions[num] == 0, positions[num] == last):
+        positions = _positions_of(core.steps)
+        for position in sorted({0, last}):
+            k = chosen_at.get(core.steps[position][0])
+            if k is None or positions[numbers[k]] != position:
+                continue
+            if _is_cut(core, core.steps[position], position == 0, position == last):
                 complete[k] = False
-    return table_steps(windowed_ops(cores, windows), numbers, complete, durations)
+    return table_steps(windowed_ops(cores, by_window=True), numbers, complete, durations)

@@ -22,6 +22,7 @@ from ..ops.op_stats import (
     DEVICE_TIME_PREFIX,
     OpStats,
     StepInfo,
+    step_arrays,
     steps_device_time_ps,
     steps_holding_ops,
     steps_without_ops_note,
@@ -714,12 +715,16 @@ def _steps_pieces(steps: list[StepInfo], indent: int | None) -> list[str] | None
     (None: without it, or for numbers beyond 64 bits, which ``json.dumps`` writes)."""
     if not compiled_writer() or not steps:
         return None
-    try:
-        numbers = np.fromiter((s.step_num for s in steps), np.int64, len(steps))
-        durations = np.fromiter((s.duration_ps for s in steps), np.int64, len(steps))
-    except OverflowError:
-        return None
-    complete = np.fromiter((s.complete for s in steps), bool, len(steps))
+    made = step_arrays(steps)
+    if made is not None:
+        numbers, durations, complete = made.numbers, made.durations, made.complete
+    else:
+        try:
+            numbers = np.fromiter((s.step_num for s in steps), np.int64, len(steps))
+            durations = np.fromiter((s.duration_ps for s in steps), np.int64, len(steps))
+        except OverflowError:
+            return None
+        complete = np.fromiter((s.complete for s in steps), bool, len(steps))
     keys = ["step_num", "complete", "duration_us", "device_time_us", "holds_ops"]
     literals, tail = object_literals(keys, indent, 2)
     fields = [
@@ -793,9 +798,11 @@ def complete_json_text(
     sources: list[str],
     selection: Selection | None = None,
     indent: int | None = None,
+    step_list: bool = True,
 ) -> str:
-    """``json.dumps(to_json(...), indent=indent)``, the records written column by column."""
-    return "".join(complete_json_pieces(model, stats, sources, selection, indent))
+    """``json.dumps(to_json(...), indent=indent)``, the records written column by column;
+    without ``step_list``, the ``steps`` key is left out (the tab has the list already)."""
+    return "".join(complete_json_pieces(model, stats, sources, selection, indent, step_list))
 
 
 def complete_json_pieces(
@@ -804,16 +811,20 @@ def complete_json_pieces(
     sources: list[str],
     selection: Selection | None = None,
     indent: int | None = None,
+    step_list: bool = True,
 ) -> list[str]:
     """``complete_json_text`` in pieces (the big ones never joined here)."""
     selection = selection or select(stats, TOTAL)
     header = _with_plausibility(message_to_dict(model.header), model, selection, stats)
     if len(model.records):
         header = _with_records(header, [])
-    steps = _steps_pieces(stats.steps, indent) if len(model.records) else None
-    body = _body(
-        model, stats, sources, selection, header, ops=[], steps=None if steps is None else []
-    )
+    steps = None
+    if len(model.records) and step_list:
+        steps = _steps_pieces(stats.steps, indent)
+    made_here = steps is None and step_list  # the list as dicts, json.dumps writes it
+    body = _body(model, stats, sources, selection, header, ops=[], steps=None if made_here else [])
+    if not step_list:
+        del body["steps"]
     if not len(model.records):
         body["ops"] = op_details(model, stats, selection)
         return [json.dumps(body, indent=indent)]
@@ -827,7 +838,8 @@ def complete_json_pieces(
     if pieces is None:  # a placeholder clashed with the profile's text: the slow way
         body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
         body["ops"] = op_details(model, stats, selection)
-        body["steps"] = step_dicts(stats.steps)
+        if step_list:
+            body["steps"] = step_dicts(stats.steps)
         pieces = [json.dumps(body, indent=indent)]
     return pieces
 

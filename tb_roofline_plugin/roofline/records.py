@@ -124,9 +124,13 @@ def program_db(dbs: list[OpMetricsDb] | Segments, include_infeed_outfeed: bool) 
         io_time = io_time.astype(np.int64)
         skip = skip | io
     keep = ~skip
+    every = bool(keep.all())
 
     def summed(values: np.ndarray) -> np.ndarray:
-        return np.bincount(segment, weights=values * keep, minlength=n)
+        """Per db, the sum of the kept rows' values (the others count as value x 0)."""
+        if not values.any():  # an unused memory space, say: zeros, as the sum would be
+            return np.zeros(n)
+        return np.bincount(segment, weights=values if every else values * keep, minlength=n)
 
     cols["time_ps"] = totals - io_time
     cols["flops"] = summed(rows["flops"])

@@ -228,6 +228,7 @@ class RooflinePlugin(base_plugin.TBPlugin):
                 args.get("step"),
                 args.get("peaks"),
                 args.get("device"),
+                args.get("step_list"),
             ),
         )
 

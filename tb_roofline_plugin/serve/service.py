@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arrays import held_bytes
 from ..errors import NotFound, ProfileError, RooflineError, UnreadableProfile
 from ..files import FileTooLarge, not_regular
 from ..metadata import ALL_HOSTS, DEFAULT_CACHE_MB, DEFAULT_MAX_FILE_MB, TAG
@@ -54,6 +55,8 @@ DISCOVERY_TTL_S = 5.0  # a known run is looked up in a listing at most this old
 # flood of made-up names costs one walk every few seconds, not one walk each.
 RESCAN_MIN_S = 2.0
 RECORD_BYTES = 512  # about a record's share of a model (numbers and strings)
+RECORD_OVERHEAD = 1.25  # the records' Python objects beyond their numbers and characters
+STEP_BYTES = 96  # a StepInfo object
 WORKERS_MIN_BYTES = 256_000_000  # hosts to convert together before starting workers pays
 
 
@@ -114,27 +117,31 @@ class Result:
         """The whole profile's database message (built on every call: the API's form)."""
         return self.model.database()
 
-    def render(self, fmt: str, step: str | int = TOTAL) -> str:
-        """The response text of a format (and, for json, a step); the service keeps it in
-        its payload cache, within --roofline_cache_mb, never here."""
+    def render(self, fmt: str, step: str | int = TOTAL, step_list: bool = True) -> str:
+        """The response text of a format (and, for json, a step, with or without the list
+        of steps); the service keeps it in its payload cache, within --roofline_cache_mb,
+        never here."""
         if fmt == "datatable":
             return datatable_text(self.model)
         if fmt == "csv":
             return csv_text(self.model)
         selection = select(self.stats, step)
         model = self.model if step == TOTAL else selection_model(self.stats, selection)
-        return complete_json_text(model, self.stats, self.sources, selection)
+        return complete_json_text(model, self.stats, self.sources, selection, step_list=step_list)
 
     def size_bytes(self) -> int:
+        """About the memory the result holds (measured with tracemalloc on profiles of 1 to
+        300 MB: within a fifth), so that a big profile's result stays cached."""
         all_db = self.stats.all_db
-        numeric = sum(v.nbytes for v in all_db.__dict__.values() if isinstance(v, np.ndarray))
+        numeric = held_bytes([v for v in all_db.__dict__.values() if isinstance(v, np.ndarray)])
         numeric += step_nbytes(self.stats.steps)
         if self._model is not None:
             records = self._model.records.approx_bytes()
         else:  # about what the model will hold: both record sets, ops up to the records cap
             ops = min(len(all_db), MAX_OP_RECORDS) + 2 + len(self.stats.steps)
             records = 2 * ops * RECORD_BYTES
-        return 4 * records + 2 * numeric + 64 * 1024
+        steps = STEP_BYTES * len(self.stats.steps)
+        return int(RECORD_OVERHEAD * records) + numeric + steps + 64 * 1024
 
 
 def required_value(name: str, value: str | None) -> str:
@@ -540,6 +547,7 @@ class RooflineService:
         fmt: str,
         step: str | int = TOTAL,
         selection: tuple = (),
+        step_list: bool = True,
     ) -> str:
         """A response text, rendered once while it fits the payload share of the cache;
         ``selection`` (run, host) names the work for ``progress``."""
@@ -547,9 +555,9 @@ class RooflineService:
 
         def render() -> str:
             with self.progress.task(("selection", *selection), RENDERING):
-                return result.render(fmt, step)
+                return result.render(fmt, step, step_list)
 
-        return self.payloads.get(("text", key, fmt, step), render, _text_bytes)
+        return self.payloads.get(("text", key, fmt, step, step_list), render, _text_bytes)
 
     def progress_of(self, run: str | None, host: str | None) -> dict:
         """What the conversion of a selection is doing now (``Progress.of``) and how many
@@ -595,11 +603,13 @@ class RooflineService:
         step: str | None = None,
         peaks: str | None = None,
         device: str | None = None,
+        step_list: str | None = None,
     ) -> str:
         """The roofline of a selection as JSON text (``datatable`` or ``json``).
 
         ``step`` (json only) is ``total`` (default), ``average`` or a step number; ``peaks``
-        see ``peaks_choice``; ``device`` see ``result``.
+        see ``peaks_choice``; ``device`` see ``result``; ``step_list`` (json only) ``0``
+        leaves the list of steps out (``1``, the default: in).
         """
         self._check_tag(tag)
         fmt = optional_value("format", fmt) or "datatable"
@@ -608,7 +618,14 @@ class RooflineService:
         chosen = self._step(step)
         if fmt == "datatable" and chosen != TOTAL:
             raise BadRequest("step selects json records; the datatable holds every step")
-        return self._payload(self._selected(run, host, peaks, device), fmt, chosen, (run, host))
+        listed = optional_value("step_list", step_list) or "1"
+        if listed not in ("0", "1"):
+            raise BadRequest(f"step_list must be 0 or 1, not {listed!r}")
+        if fmt == "datatable" and listed == "0":
+            raise BadRequest("step_list is of the json format; the datatable holds every step")
+        return self._payload(
+            self._selected(run, host, peaks, device), fmt, chosen, (run, host), listed == "1"
+        )
 
     @staticmethod
     def _device(device: str | None) -> int | None:

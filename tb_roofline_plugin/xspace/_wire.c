@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 /* Same as upb's default: a message's nesting depth, groups and sub-messages counted. */
@@ -38,17 +39,52 @@ static PyObject *WireError;
 
 /* --- output columns ------------------------------------------------------------------ */
 
+/* A column handed to Python: memory of its own, exposed through the buffer protocol (numpy
+ * wraps it without a copy) and freed with the object. Made while the GIL is released,
+ * wrapped once it is held again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+} Buffer;
+
+static int buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    Buffer *b = (Buffer *)self;
+    return PyBuffer_FillInfo(view, self, b->data, b->size, 0, flags);
+}
+
+static void buffer_dealloc(PyObject *self) {
+    PyMem_RawFree(((Buffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs buffer_procs = {buffer_get, NULL};
+
+static Py_ssize_t buffer_length(PyObject *self) { return ((Buffer *)self)->size; }
+
+static PySequenceMethods buffer_sequence = {.sq_length = buffer_length};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tb_roofline_plugin.xspace._wire.Buffer",
+    .tp_doc = "A column of the decoder's output (a bytes-like buffer; len: its bytes).",
+    .tp_basicsize = sizeof(Buffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+    .tp_as_sequence = &buffer_sequence,
+};
+
 /* Growable columns that share one row count: the stats of a line (one row per XStat) or
- * where its str/bytes values lie. Each column is a bytearray, grown in place and handed to
- * Python as it is (numpy wraps it without a copy). */
-#define MAX_COLUMNS 5
+ * where its str/bytes values lie. Each column is raw memory (no Python object, so rows grow
+ * without the GIL), handed to Python as a Buffer when done (`rows_take`). */
+#define MAX_COLUMNS 8
 
 typedef struct {
     Py_ssize_t count, capacity; /* rows used, rows allocated */
     int n_columns;
     Py_ssize_t item_size[MAX_COLUMNS];
-    PyObject *array[MAX_COLUMNS];
-    char *data[MAX_COLUMNS]; /* each array's buffer; it moves when the array grows */
+    char *data[MAX_COLUMNS]; /* each column's memory; it moves when the column grows */
 } Rows;
 
 #define CELL(rows, column, type, row) (((type *)(rows)->data[column])[row])
@@ -57,23 +93,20 @@ enum { OBJ_EVENT, OBJ_START, OBJ_LENGTH };
 static const Py_ssize_t STAT_SIZES[] = {8, 8, 1, 8, 8};
 static const Py_ssize_t OBJ_SIZES[] = {8, 8, 8};
 
-static int rows_init(Rows *r, int n_columns, const Py_ssize_t *item_size) {
+static void rows_init(Rows *r, int n_columns, const Py_ssize_t *item_size) {
     memset(r, 0, sizeof *r);
     r->n_columns = n_columns;
-    for (int c = 0; c < n_columns; c++) {
-        r->item_size[c] = item_size[c];
-        r->array[c] = PyByteArray_FromStringAndSize(NULL, 0);
-        if (r->array[c] == NULL) return -1;
-        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
-    }
-    return 0;
+    for (int c = 0; c < n_columns; c++) r->item_size[c] = item_size[c];
 }
 
-/* Resizes every column to `capacity` rows; -1 with a Python error set when that fails. */
+/* Resizes every column to `capacity` rows; -1 (no Python error: the GIL may be released)
+ * when memory runs out. */
 static int rows_resize(Rows *r, Py_ssize_t capacity) {
     for (int c = 0; c < r->n_columns; c++) {
-        if (PyByteArray_Resize(r->array[c], capacity * r->item_size[c]) < 0) return -1;
-        r->data[c] = PyByteArray_AS_STRING(r->array[c]);
+        size_t size = (size_t)(capacity ? capacity : 1) * (size_t)r->item_size[c];
+        char *data = PyMem_RawRealloc(r->data[c], size);
+        if (data == NULL) return -1;
+        r->data[c] = data;
     }
     r->capacity = capacity;
     return 0;
@@ -82,15 +115,42 @@ static int rows_resize(Rows *r, Py_ssize_t capacity) {
 /* Makes room for one more row (capacity doubles, so appending costs O(1) per row). */
 static inline int rows_reserve(Rows *r) {
     if (r->count < r->capacity) return 0;
-    if (r->capacity > PY_SSIZE_T_MAX / 16) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (r->capacity > PY_SSIZE_T_MAX / 16) return -1;
     return rows_resize(r, r->capacity ? r->capacity * 2 : 1024);
 }
 
 static void rows_clear(Rows *r) {
-    for (int c = 0; c < r->n_columns; c++) Py_CLEAR(r->array[c]);
+    for (int c = 0; c < r->n_columns; c++) {
+        PyMem_RawFree(r->data[c]);
+        r->data[c] = NULL;
+    }
+}
+
+/* Column `c` as a Buffer of its rows (it owns the memory from now on); NULL with a Python
+ * error set. Needs the GIL. */
+static PyObject *rows_take(Rows *r, int c) {
+    size_t size = (size_t)r->count * (size_t)r->item_size[c];
+    char *data = PyMem_RawRealloc(r->data[c], size ? size : 1); /* cut to the rows */
+    if (data == NULL) return PyErr_NoMemory();
+    r->data[c] = data;
+    Buffer *b = PyObject_New(Buffer, &BufferType);
+    if (b == NULL) return NULL;
+    b->data = data;
+    b->size = (Py_ssize_t)size;
+    r->data[c] = NULL;
+    return (PyObject *)b;
+}
+
+/* Every column of `rows` as Buffers, appended to `out` (a list); -1 with a Python error. */
+static int rows_take_all(Rows *r, PyObject *out) {
+    for (int c = 0; c < r->n_columns; c++) {
+        PyObject *column = rows_take(r, c);
+        if (column == NULL) return -1;
+        int failed = PyList_Append(out, column);
+        Py_DECREF(column);
+        if (failed < 0) return -1;
+    }
+    return 0;
 }
 
 /* --- wire reading --------------------------------------------------------------------- */
@@ -261,9 +321,17 @@ static int valid_utf8(const uint8_t *s, size_t n) {
 
 /* --- messages ------------------------------------------------------------------------- */
 
-/* Decodes one XStat (the bytes [p, end)) of event `event` and appends it to the columns. */
-static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
-                      Rows *stats, Rows *objects) {
+/* One XStat's fields as the wire gives them (the last value of the oneof wins). */
+typedef struct {
+    int64_t id, bits;
+    int8_t kind;
+    double number;
+    const uint8_t *object; /* a str/bytes value: where it lies in the event */
+    uint64_t object_length;
+} Stat;
+
+/* Decodes one XStat (the bytes [p, end)) into `out`; -1 for malformed input. */
+static int scan_stat(Parser *ps, const uint8_t *p, const uint8_t *end, Stat *out) {
     int64_t id = 0, bits = 0;
     int8_t kind = KIND_NONE;
     double number = 0.0;
@@ -312,27 +380,46 @@ static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t 
             if (skip_field(ps, &p, end, field, wire, depth) < 0) return -1;
         }
     }
-    if (ps->wanted != NULL) { /* a stat nobody asked for: checked, not kept */
-        Py_ssize_t w = 0;
-        while (w < ps->n_wanted && ps->wanted[w] != id) w++;
-        if (w == ps->n_wanted) return 0;
-    }
-    if (kind == KIND_STR || kind == KIND_BYTES) {
+    out->id = id;
+    out->bits = bits;
+    out->kind = kind;
+    out->number = number;
+    out->object = object;
+    out->object_length = object_length;
+    return 0;
+}
+
+/* Whether `id` is one of the stats asked for (every stat when none were named). */
+static inline int stat_wanted(const Parser *ps, int64_t id) {
+    if (ps->wanted == NULL) return 1;
+    for (Py_ssize_t w = 0; w < ps->n_wanted; w++)
+        if (ps->wanted[w] == id) return 1;
+    return 0;
+}
+
+/* Decodes one XStat (the bytes [p, end)) of event `event` and appends it to the columns. */
+static int parse_stat(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t event,
+                      Rows *stats, Rows *objects) {
+    Stat stat;
+    if (scan_stat(ps, p, end, &stat) < 0) return -1;
+    if (!stat_wanted(ps, stat.id)) return 0; /* a stat nobody asked for: checked, not kept */
+    int64_t bits = stat.bits;
+    if (stat.kind == KIND_STR || stat.kind == KIND_BYTES) {
         /* stat_int of a string is its index among the line's strings. */
         if (rows_reserve(objects) < 0) return -2;
         Py_ssize_t k = objects->count++;
         CELL(objects, OBJ_EVENT, int64_t, k) = event;
-        CELL(objects, OBJ_START, int64_t, k) = (int64_t)(object - ps->start);
-        CELL(objects, OBJ_LENGTH, int64_t, k) = (int64_t)object_length;
+        CELL(objects, OBJ_START, int64_t, k) = (int64_t)(stat.object - ps->start);
+        CELL(objects, OBJ_LENGTH, int64_t, k) = (int64_t)stat.object_length;
         bits = (int64_t)k;
     }
     if (rows_reserve(stats) < 0) return -2;
     Py_ssize_t row = stats->count++;
     CELL(stats, STAT_EVENT, int64_t, row) = event;
-    CELL(stats, STAT_ID, int64_t, row) = id;
-    CELL(stats, STAT_KIND, int8_t, row) = kind;
+    CELL(stats, STAT_ID, int64_t, row) = stat.id;
+    CELL(stats, STAT_KIND, int8_t, row) = stat.kind;
     CELL(stats, STAT_BITS, int64_t, row) = bits;
-    CELL(stats, STAT_NUMBER, double, row) = number;
+    CELL(stats, STAT_NUMBER, double, row) = stat.number;
     return 0;
 }
 
@@ -375,7 +462,7 @@ static int parse_event(Parser *ps, const uint8_t *p, const uint8_t *end, int64_t
 
 PyDoc_STRVAR(decode_events_doc,
 "decode_events(events) -> (events_table, stat columns..., string columns...)\n\n"
-"Decodes a list of serialized XEvent messages (bytes-like). Returns bytearrays:\n"
+"Decodes a list of serialized XEvent messages (bytes-like). Returns bytes-like columns:\n"
 "events_table (int64: the metadata_id of every event, then offset_ps, duration_ps and\n"
 "num_occurrences likewise),\n"
 "stat_event, stat_id (int64), stat_kind (int8), stat_int (int64), stat_float (float64),\n"
@@ -387,9 +474,10 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
     PyObject *seq = PySequence_Fast(arg, "decode_events expects a sequence of bytes");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject *result = NULL, *event_columns = NULL;
-    Rows stats = {0}, objects = {0}; /* zeroed: `done` may clear them before init */
-    if (rows_init(&stats, 5, STAT_SIZES) < 0 || rows_init(&objects, 3, OBJ_SIZES) < 0) goto done;
+    PyObject *result = NULL, *event_columns = NULL, *columns = NULL;
+    Rows stats, objects;
+    rows_init(&stats, 5, STAT_SIZES);
+    rows_init(&objects, 3, OBJ_SIZES);
 
     if ((size_t)n > PY_SSIZE_T_MAX / 32) {
         PyErr_NoMemory();
@@ -414,7 +502,7 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             data = view.buf;
             size = view.len;
         }
-        Parser ps = {data, NULL};
+        Parser ps = {data, NULL, NULL, 0};
         int64_t fields[4];
         int status = parse_event(&ps, data, data + size, (int64_t)i, fields, &stats, &objects);
         for (int k = 0; k < 4; k++) out[k * n + i] = fields[k];
@@ -423,20 +511,22 @@ static PyObject *decode_events(PyObject *self, PyObject *arg) {
             PyErr_Format(WireError, "event %zd is corrupt (%s)", i, ps.error);
             goto done;
         }
-        if (status < 0) goto done;
+        if (status < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
 
-    /* Columns cut to their rows; the tuple takes over every reference. */
-    if (rows_resize(&stats, stats.count) < 0 || rows_resize(&objects, objects.count) < 0)
+    columns = PyList_New(0);
+    if (columns == NULL || PyList_Append(columns, event_columns) < 0 ||
+        rows_take_all(&stats, columns) < 0 || rows_take_all(&objects, columns) < 0)
         goto done;
-    result = PyTuple_Pack(9, event_columns, stats.array[STAT_EVENT], stats.array[STAT_ID],
-                          stats.array[STAT_KIND], stats.array[STAT_BITS],
-                          stats.array[STAT_NUMBER], objects.array[OBJ_EVENT],
-                          objects.array[OBJ_START], objects.array[OBJ_LENGTH]);
+    result = PyList_AsTuple(columns);
 
 done:
     rows_clear(&stats);
     rows_clear(&objects);
+    Py_XDECREF(columns);
     Py_XDECREF(event_columns);
     Py_DECREF(seq);
     return result;
@@ -451,7 +541,7 @@ PyDoc_STRVAR(decode_line_doc,
 "and stops after `max_events` events (-1: no limit), returning the byte offset to go on\n"
 "from as `next` (the line's length when it is done), so a long line can be read in\n"
 "pieces. `wanted` (int64 bytes) keeps only the stats with those metadata ids. The\n"
-"columns are as in decode_events, the event columns one bytearray each, and obj_start\n"
+"columns are as in decode_events, the event columns one buffer each, and obj_start\n"
 "counts from the start of the line. Raises WireError on malformed input.");
 
 enum { EVENT_METADATA, EVENT_OFFSET, EVENT_DURATION, EVENT_OCCURRENCES };
@@ -468,11 +558,11 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    PyObject *result = NULL, *next = NULL;
-    Rows events = {0}, stats = {0}, objects = {0};
-    if (rows_init(&events, 4, EVENT_SIZES) < 0 || rows_init(&stats, 5, STAT_SIZES) < 0 ||
-        rows_init(&objects, 3, OBJ_SIZES) < 0)
-        goto done;
+    PyObject *result = NULL, *columns = NULL, *next = NULL;
+    Rows events, stats, objects;
+    rows_init(&events, 4, EVENT_SIZES);
+    rows_init(&stats, 5, STAT_SIZES);
+    rows_init(&objects, 3, OBJ_SIZES);
     if (start < 0 || start > view.len) {
         PyErr_SetString(PyExc_ValueError, "start is outside the line");
         goto done;
@@ -481,41 +571,56 @@ static PyObject *decode_line(PyObject *self, PyObject *args) {
     const uint8_t *end = (const uint8_t *)view.buf + view.len;
     Parser ps = {view.buf, NULL, wanted.buf, wanted.buf != NULL ? wanted.len / 8 : 0};
     int64_t fields[4];
+    int status = 0; /* -1: malformed; -2: out of memory */
+    /* Room for about the rows the line holds (an event is tens of bytes, a stat about ten),
+     * so that the columns rarely grow: growing copies them and touches new pages. */
+    Py_ssize_t expected = (end - p) / 32 + 16;
+    if (max_events >= 0 && expected > max_events) expected = max_events + 1;
+    if (rows_resize(&events, expected) < 0 ||
+        rows_resize(&stats, 4 * expected) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* No Python object is touched while the events are walked: other threads run meanwhile
+     * (the lines of several cores or streams decode at once). */
+    Py_BEGIN_ALLOW_THREADS
     while (p < end && (max_events < 0 || events.count < max_events)) {
         uint32_t field;
         int wire;
         uint64_t length;
-        if (read_tag(&ps, &p, end, &field, &wire) < 0) goto malformed;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) { status = -1; break; }
         if (!(field == 4 && wire == WIRE_LEN)) { /* header fields: read by protobuf */
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) goto malformed;
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) { status = -1; break; }
             continue;
         }
-        if (read_length(&ps, &p, end, &length) < 0) goto malformed;
-        if (rows_reserve(&events) < 0) goto done;
+        if (read_length(&ps, &p, end, &length) < 0) { status = -1; break; }
+        if (rows_reserve(&events) < 0) { status = -2; break; }
         Py_ssize_t row = events.count;
-        int status = parse_event(&ps, p, p + length, row, fields, &stats, &objects);
-        if (status == -1) goto malformed;
-        if (status < 0) goto done;
+        status = parse_event(&ps, p, p + length, row, fields, &stats, &objects);
+        if (status < 0) break;
         for (int k = 0; k < 4; k++) CELL(&events, k, int64_t, row) = fields[k];
         events.count++;
         p += length;
     }
-    if (rows_resize(&events, events.count) < 0 || rows_resize(&stats, stats.count) < 0 ||
-        rows_resize(&objects, objects.count) < 0)
+    Py_END_ALLOW_THREADS
+    if (status == -1) {
+        PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
         goto done;
+    }
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
     next = PyLong_FromSsize_t(p - (const uint8_t *)view.buf);
-    if (next == NULL) goto done;
-    result = PyTuple_Pack(13, events.array[EVENT_METADATA], events.array[EVENT_OFFSET],
-                          events.array[EVENT_DURATION], events.array[EVENT_OCCURRENCES],
-                          stats.array[STAT_EVENT], stats.array[STAT_ID], stats.array[STAT_KIND],
-                          stats.array[STAT_BITS], stats.array[STAT_NUMBER],
-                          objects.array[OBJ_EVENT], objects.array[OBJ_START],
-                          objects.array[OBJ_LENGTH], next);
-    goto done;
-malformed:
-    PyErr_Format(WireError, "event %zd is corrupt (%s)", events.count, ps.error);
+    columns = PyList_New(0);
+    if (next == NULL || columns == NULL || rows_take_all(&events, columns) < 0 ||
+        rows_take_all(&stats, columns) < 0 || rows_take_all(&objects, columns) < 0 ||
+        PyList_Append(columns, next) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
 done:
     Py_XDECREF(next);
+    Py_XDECREF(columns);
     rows_clear(&events);
     rows_clear(&stats);
     rows_clear(&objects);
@@ -675,7 +780,569 @@ static PyObject *line_has_stats(PyObject *self, PyObject *args) {
     return PyBool_FromLong(found);
 }
 
+/* --- span sums: a line's events summed per (window, metadata id) in one pass --------- */
+
+/* An int64 -> index map (open addressing; the index -1 marks an empty slot). */
+typedef struct {
+    int64_t *keys;
+    Py_ssize_t *values;
+    Py_ssize_t capacity, count; /* capacity: a power of two */
+} Map;
+
+static inline uint64_t mix64(uint64_t x) { /* splitmix64's finalizer */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static int map_init(Map *m, Py_ssize_t capacity) {
+    m->capacity = capacity;
+    m->count = 0;
+    m->keys = PyMem_RawMalloc((size_t)capacity * sizeof *m->keys);
+    m->values = PyMem_RawMalloc((size_t)capacity * sizeof *m->values);
+    if (m->keys == NULL || m->values == NULL) return -1;
+    for (Py_ssize_t i = 0; i < capacity; i++) m->values[i] = -1;
+    return 0;
+}
+
+static void map_free(Map *m) {
+    PyMem_RawFree(m->keys);
+    PyMem_RawFree(m->values);
+    m->keys = NULL;
+    m->values = NULL;
+}
+
+static inline Py_ssize_t map_slot(const Map *m, int64_t key) {
+    Py_ssize_t mask = m->capacity - 1, i = (Py_ssize_t)(mix64((uint64_t)key) & (uint64_t)mask);
+    while (m->values[i] >= 0 && m->keys[i] != key) i = (i + 1) & mask;
+    return i;
+}
+
+/* The index of `key`, given `fresh` (and *added set) when it is new; -1: out of memory. */
+static Py_ssize_t map_get(Map *m, int64_t key, Py_ssize_t fresh, int *added) {
+    Py_ssize_t i = map_slot(m, key);
+    *added = 0;
+    if (m->values[i] >= 0) return m->values[i];
+    if (2 * (m->count + 1) > m->capacity) { /* grow at half full */
+        Map bigger = {0};
+        if (m->capacity > PY_SSIZE_T_MAX / 32 || map_init(&bigger, 2 * m->capacity) < 0) {
+            map_free(&bigger);
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < m->capacity; k++) {
+            if (m->values[k] < 0) continue;
+            Py_ssize_t j = map_slot(&bigger, m->keys[k]);
+            bigger.keys[j] = m->keys[k];
+            bigger.values[j] = m->values[k];
+        }
+        bigger.count = m->count;
+        map_free(m);
+        *m = bigger;
+        i = map_slot(m, key);
+    }
+    m->keys[i] = key;
+    m->values[i] = fresh;
+    m->count++;
+    *added = 1;
+    return fresh;
+}
+
+/* The sums of one (window, metadata id) cell, or of one metadata id (whole line). */
+enum { SUM_OCCURRENCES, SUM_TIME, SUM_SELF, SUM_STAT, SUM_SCALED, SUM_COUNT };
+/* Columns: the key column(s), then the sums (SUM_SELF an int64, the others float64). */
+enum { IDS_ID, IDS_SUMS };
+enum { CELLS_WINDOW, CELLS_CODE, CELLS_SUMS };
+static const Py_ssize_t IDS_SIZES[] = {8, 8, 8, 8, 8, 8};
+static const Py_ssize_t CELLS_SIZES[] = {8, 8, 8, 8, 8, 8, 8};
+
+/* The wanted stats of one event: the last int and the last double value of each. */
+enum { WANT_OFFSET, WANT_DURATION, WANT_STAT, WANT_SCALE, WANT_COUNT };
+typedef struct {
+    int has_int[WANT_COUNT], has_double[WANT_COUNT];
+    int64_t int_value[WANT_COUNT];
+    double double_value[WANT_COUNT];
+} Wanted;
+
+/* A span of a line: its time, and where it is summed. */
+typedef struct {
+    int64_t begin, stop;
+    Py_ssize_t code, cell; /* cell -1: in no window */
+} Span;
+
+/* An open span of the nesting stack: its time, its children's, and where it is summed. */
+typedef struct {
+    int64_t end, duration, children;
+    Py_ssize_t code, cell; /* cell -1: in no window */
+} Open;
+
+#define MAX_TIME_PS ((int64_t)1 << 62) /* event_table.MAX_TIME_PS */
+#define EXACT_SUM ((uint64_t)1 << 53)  /* integer sums below this are exact as doubles */
+#define MAX_MAGNITUDE 1e200            /* event_table.MAX_MAGNITUDE */
+
+/* event_table.EventTable.numbers of one event: a double wins over an int; inf is absent. */
+static double stat_number(const Wanted *w, int k) {
+    double value;
+    if (w->has_double[k]) value = w->double_value[k];
+    else if (w->has_int[k]) value = (double)w->int_value[k];
+    else return Py_NAN;
+    if (isinf(value)) return Py_NAN;
+    if (value > MAX_MAGNITUDE) return MAX_MAGNITUDE;
+    if (value < -MAX_MAGNITUDE) return -MAX_MAGNITUDE;
+    return value;
+}
+
+/* Decodes one XEvent for span_sums: its fields, and the wanted stats' values. */
+static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
+                      const int *have, int64_t fields[4], Wanted *w) {
+    int64_t metadata_id = 0, offset = 0, duration = 0, occurrences = 0;
+    memset(w, 0, sizeof *w);
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t value;
+        if (read_tag(ps, &p, end, &field, &wire) < 0) return -1;
+        if (wire == WIRE_VARINT && field >= 1 && field <= 5 && field != 4) {
+            if (read_varint(ps, &p, end, &value) < 0) return -1;
+            switch (field) {
+            case 1: metadata_id = (int64_t)value; break;
+            case 2: offset = (int64_t)value; occurrences = 0; break; /* oneof data */
+            case 3: duration = (int64_t)value; break;
+            case 5: occurrences = (int64_t)value; offset = 0; break; /* oneof data */
+            }
+        } else if (wire == WIRE_LEN && field == 4) {
+            Stat stat;
+            if (read_length(ps, &p, end, &value) < 0) return -1;
+            if (scan_stat(ps, p, p + value, &stat) < 0) return -1;
+            p += value;
+            for (int k = 0; k < WANT_COUNT; k++) {
+                if (!have[k] || ids[k] != stat.id) continue;
+                if (stat.kind == KIND_INT) {
+                    w->has_int[k] = 1;
+                    w->int_value[k] = stat.bits;
+                } else if (stat.kind == KIND_DOUBLE) {
+                    w->has_double[k] = 1;
+                    w->double_value[k] = stat.number;
+                }
+            }
+        } else {
+            if (skip_field(ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
+        }
+    }
+    fields[0] = metadata_id;
+    fields[1] = offset;
+    fields[2] = duration;
+    fields[3] = occurrences;
+    return 0;
+}
+
+/* A new zeroed row of `r` (columns from `first` on are sums). */
+static int new_row(Rows *r, int first, Py_ssize_t *row) {
+    if (rows_reserve(r) < 0) return -1;
+    *row = r->count++;
+    for (int c = first; c < r->n_columns; c++) memset(r->data[c] + *row * 8, 0, 8);
+    return 0;
+}
+
+/* What span_sums keeps while it walks the lines. */
+typedef struct {
+    Rows ids, cells;
+    Map codes;
+    /* A cell is found by its id's latest cell (`latest`: the window and row of each id's
+     * latest cell) while windows only go forward, as they do along a sorted line; once a
+     * later line goes back, through a map of every cell (`hashed`). */
+    Map cell_of;
+    int hashed;
+    Py_ssize_t max_window;
+    int64_t *latest_window;
+    Py_ssize_t *latest_cell, latest_capacity;
+    Open *stack;
+    Py_ssize_t depth, stack_capacity;
+    Span *spans; /* the line's spans, for the nesting */
+    Py_ssize_t n_spans, spans_capacity;
+    uint64_t self_total; /* all self times: past EXACT_SUM, sums could round */
+    int64_t events, min_begin, max_end;
+} Sums;
+
+/* The cell of (window, code): found, or made with zero sums; -1: out of memory. */
+static Py_ssize_t cell_of(Sums *s, Py_ssize_t window, Py_ssize_t code) {
+    if (code >= s->latest_capacity) { /* one entry per id */
+        Py_ssize_t capacity = s->latest_capacity ? 2 * s->latest_capacity : 1024;
+        while (capacity <= code) capacity *= 2;
+        int64_t *w = PyMem_RawRealloc(s->latest_window, (size_t)capacity * sizeof *w);
+        if (w != NULL) s->latest_window = w;
+        Py_ssize_t *c = PyMem_RawRealloc(s->latest_cell, (size_t)capacity * sizeof *c);
+        if (c != NULL) s->latest_cell = c;
+        if (w == NULL || c == NULL) return -1;
+        for (Py_ssize_t k = s->latest_capacity; k < capacity; k++) s->latest_window[k] = -1;
+        s->latest_capacity = capacity;
+    }
+    if (s->latest_window[code] == window) return s->latest_cell[code];
+    int64_t key = ((int64_t)window << 31) | code;
+    if (!s->hashed && window < s->max_window) { /* back to an earlier window: map them all */
+        for (Py_ssize_t row = 0; row < s->cells.count; row++) {
+            int64_t old = (CELL(&s->cells, CELLS_WINDOW, int64_t, row) << 31) |
+                          CELL(&s->cells, CELLS_CODE, int64_t, row);
+            int added;
+            if (map_get(&s->cell_of, old, row, &added) < 0) return -1;
+        }
+        s->hashed = 1;
+    }
+    Py_ssize_t cell = s->cells.count;
+    int added = 1;
+    if (s->hashed) {
+        cell = map_get(&s->cell_of, key, s->cells.count, &added);
+        if (cell < 0) return -1;
+    }
+    if (added) { /* new: no earlier cell has this window and id */
+        Py_ssize_t row;
+        if (new_row(&s->cells, CELLS_SUMS, &row) < 0) return -1;
+        CELL(&s->cells, CELLS_WINDOW, int64_t, row) = window;
+        CELL(&s->cells, CELLS_CODE, int64_t, row) = code;
+    }
+    if (window > s->max_window) s->max_window = window;
+    s->latest_window[code] = window;
+    s->latest_cell[code] = cell;
+    return cell;
+}
+
+static inline void add_sums(Rows *r, int first, Py_ssize_t row, double occurrences,
+                            int64_t duration, double stat, double scale) {
+    CELL(r, first + SUM_OCCURRENCES, double, row) += occurrences;
+    CELL(r, first + SUM_TIME, double, row) += (double)duration;
+    CELL(r, first + SUM_STAT, double, row) += stat;
+    CELL(r, first + SUM_SCALED, double, row) += (double)duration * scale;
+}
+
+/* A span closes: its self time (its time less its children's) goes to its sums. */
+static inline int close_span(Sums *s, const Open *span) {
+    int64_t self = span->duration - span->children;
+    if (self < 0) return -1; /* cannot happen for nested spans; let the array path say */
+    s->self_total += (uint64_t)self;
+    if (s->self_total >= EXACT_SUM) return -1;
+    CELL(&s->ids, IDS_SUMS + SUM_SELF, int64_t, span->code) += self;
+    if (span->cell >= 0) CELL(&s->cells, CELLS_SUMS + SUM_SELF, int64_t, span->cell) += self;
+    return 0;
+}
+
+/* Whether span a comes before span b in (begin, -duration) order, ties in line order. */
+static inline int span_before(const Span *spans, Py_ssize_t a, Py_ssize_t b) {
+    if (spans[a].begin != spans[b].begin) return spans[a].begin < spans[b].begin;
+    if (spans[a].stop != spans[b].stop) return spans[a].stop > spans[b].stop;
+    return a < b;
+}
+
+/* `order` (0..n-1) sorted by span_before: a stable merge of the ascending runs already
+ * there (a line out of order is usually a few events out of place). */
+static int sort_spans(const Span *spans, Py_ssize_t n, Py_ssize_t **order_out) {
+    Py_ssize_t *order = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof *order);
+    Py_ssize_t *other = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof *other);
+    if (order == NULL || other == NULL) {
+        PyMem_RawFree(order);
+        PyMem_RawFree(other);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) order[i] = i;
+    for (;;) { /* merge neighbouring runs until one is left */
+        Py_ssize_t runs = 0, i = 0;
+        while (i < n) {
+            Py_ssize_t mid = i + 1;
+            while (mid < n && span_before(spans, order[mid - 1], order[mid])) mid++;
+            Py_ssize_t stop = mid < n ? mid + 1 : n;
+            while (stop < n && span_before(spans, order[stop - 1], order[stop])) stop++;
+            Py_ssize_t x = i, y = mid, k = i;
+            while (x < mid && y < stop)
+                other[k++] = span_before(spans, order[y], order[x]) ? order[y++] : order[x++];
+            while (x < mid) other[k++] = order[x++];
+            while (y < stop) other[k++] = order[y++];
+            runs++;
+            i = stop;
+        }
+        Py_ssize_t *swap = order;
+        order = other;
+        other = swap;
+        if (runs <= 1) break;
+    }
+    PyMem_RawFree(other);
+    *order_out = order;
+    return 0;
+}
+
+/* Self times of the line's spans (`s->spans`, in (begin, -duration) order through
+ * `order`, NULL: already in order), each added to its sums. 0; 1: spans that overlap
+ * partially (not nesting) or a sum that could round; -1: out of memory. */
+static int nest_spans(Sums *s, const Py_ssize_t *order) {
+    s->depth = 0;
+    for (Py_ssize_t k = 0; k < s->n_spans; k++) {
+        const Span *span = &s->spans[order != NULL ? order[k] : k];
+        int64_t duration = span->stop - span->begin;
+        /* Close the spans that end before it; the innermost open one holds it. */
+        while (s->depth > 0) {
+            Open *top = &s->stack[s->depth - 1];
+            if (top->end >= span->stop) break;  /* holds it */
+            if (top->end > span->begin) return 1; /* a partial overlap: not nesting */
+            if (close_span(s, top) < 0) return 1;
+            s->depth--;
+        }
+        if (s->depth > 0) s->stack[s->depth - 1].children += duration;
+        if (s->depth == s->stack_capacity) {
+            Py_ssize_t capacity = s->stack_capacity ? 2 * s->stack_capacity : 64;
+            Open *bigger = PyMem_RawRealloc(s->stack, (size_t)capacity * sizeof *bigger);
+            if (bigger == NULL) return -1;
+            s->stack = bigger;
+            s->stack_capacity = capacity;
+        }
+        s->stack[s->depth++] = (Open){span->stop, duration, 0, span->code, span->cell};
+    }
+    while (s->depth > 0) {
+        if (close_span(s, &s->stack[s->depth - 1]) < 0) return 1;
+        s->depth--;
+    }
+    return 0;
+}
+
+/* Sums the events of one serialized XLine. 0: done; 1: the array path must do these lines
+ * (malformed, out of range, partially overlapping spans, sums that could round); -1: out
+ * of memory. Touches no Python object (the GIL is released). */
+static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t timestamp_ns,
+                    const int64_t *ids, const int *have, const int64_t *win_begin,
+                    const int64_t *win_end, Py_ssize_t windows) {
+    Parser ps = {p, NULL, NULL, 0};
+    int64_t fields[4], prev_begin = 0, prev_end = 0, last_mid = 0;
+    Py_ssize_t window = -1, last_code = -1;
+    int in_order = 1;
+    Wanted w;
+    if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
+    int64_t base_ps = timestamp_ns * 1000;
+    s->n_spans = 0;
+    Py_ssize_t expected = (end - p) / 32 + 16; /* about the line's events: rarely grown */
+    if (expected > s->spans_capacity) {
+        Span *room = PyMem_RawRealloc(s->spans, (size_t)expected * sizeof *room);
+        if (room == NULL) return -1;
+        s->spans = room;
+        s->spans_capacity = expected;
+    }
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
+            continue;
+        }
+        if (read_length(&ps, &p, end, &length) < 0) return 1;
+        ps.start = p;
+        if (scan_event(&ps, p, p + length, ids, have, fields, &w) < 0) return 1;
+        p += length;
+        int64_t offset = fields[1], duration = fields[2];
+        if (offset > MAX_TIME_PS || offset < -MAX_TIME_PS) return 1;
+        if (duration < 0 || duration > MAX_TIME_PS) return 1;
+        int64_t begin = (int64_t)((uint64_t)offset + (uint64_t)base_ps);
+        if (w.has_int[WANT_OFFSET] && w.has_int[WANT_DURATION]) { /* device time wins */
+            begin = w.int_value[WANT_OFFSET];
+            duration = w.int_value[WANT_DURATION];
+            if (duration < 0) return 1;
+        }
+        int64_t stop;
+        if (__builtin_add_overflow(begin, duration, &stop)) return 1;
+        if (s->n_spans > 0 && (begin < prev_begin || (begin == prev_begin && stop > prev_end)))
+            in_order = 0; /* not in (begin, -duration) order: sorted for the nesting */
+        double occurrences = fields[3] > 0 ? (double)fields[3] : 1.0;
+        double stat = stat_number(&w, WANT_STAT), scale = stat_number(&w, WANT_SCALE);
+        if (isnan(stat)) stat = 0.0;
+        if (isnan(scale)) scale = 1.0;
+
+        /* The metadata id's row. */
+        Py_ssize_t code = last_code;
+        if (code < 0 || fields[0] != last_mid) {
+            int added;
+            code = map_get(&s->codes, fields[0], s->ids.count, &added);
+            if (code < 0) return -1;
+            if (added) {
+                Py_ssize_t row;
+                if (new_row(&s->ids, IDS_SUMS, &row) < 0) return -1;
+                CELL(&s->ids, IDS_ID, int64_t, row) = fields[0];
+            }
+            last_mid = fields[0];
+            last_code = code;
+        }
+        /* The window it starts in: the last one starting at or before it, while open (the
+         * windows ascend: a pointer that moves on, or a binary search for a step back). */
+        if (s->n_spans > 0 && begin < prev_begin) {
+            Py_ssize_t lo = 0, hi = windows; /* the first window starting after begin */
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (win_begin[mid] <= begin) lo = mid + 1;
+                else hi = mid;
+            }
+            window = lo - 1;
+        }
+        while (window + 1 < windows && win_begin[window + 1] <= begin) window++;
+        prev_begin = begin;
+        prev_end = stop;
+        Py_ssize_t cell = -1;
+        if (window >= 0 && begin < win_end[window]) {
+            if (code >= ((Py_ssize_t)1 << 31)) return 1;
+            cell = cell_of(s, window, code);
+            if (cell < 0) return -1;
+        }
+        add_sums(&s->ids, IDS_SUMS, code, occurrences, duration, stat, scale);
+        if (cell >= 0) add_sums(&s->cells, CELLS_SUMS, cell, occurrences, duration, stat, scale);
+
+        if (s->n_spans == s->spans_capacity) {
+            Py_ssize_t capacity = s->spans_capacity ? 2 * s->spans_capacity : 4096;
+            Span *bigger = PyMem_RawRealloc(s->spans, (size_t)capacity * sizeof *bigger);
+            if (bigger == NULL) return -1;
+            s->spans = bigger;
+            s->spans_capacity = capacity;
+        }
+        s->spans[s->n_spans++] = (Span){begin, stop, code, cell};
+        if (s->events == 0 || begin < s->min_begin) s->min_begin = begin;
+        if (s->events == 0 || stop > s->max_end) s->max_end = stop;
+        s->events++;
+    }
+    if (in_order) return nest_spans(s, NULL);
+    Py_ssize_t *order;
+    if (sort_spans(s->spans, s->n_spans, &order) < 0) return -1;
+    int status = nest_spans(s, order);
+    PyMem_RawFree(order);
+    return status;
+}
+
+PyDoc_STRVAR(span_sums_doc,
+"span_sums(lines, timestamps_ns, stat_ids, window_begin, window_end)\n"
+"    -> None or (events, min_begin_ps, max_end_ps, id columns..., cell columns...)\n\n"
+"One pass over the events of serialized XLines (bytes-like, each with its timestamp_ns):\n"
+"their times (device_offset_ps/device_duration_ps where an event has both) and self times\n"
+"(time less that of the spans nested in it, line by line), summed per metadata id and per\n"
+"(window, metadata id), an event in the window it starts in (window_begin: int64 bytes,\n"
+"ascending; window_end likewise; None: no windows). stat_ids: four ids or None:\n"
+"device_offset_ps, device_duration_ps, a stat summed as it is (absent: 0) and one that\n"
+"scales the time (absent: 1). Per metadata id, in order of first appearance: id (int64),\n"
+"then the sums occurrences, time_ps, self_ps (int64), stat, scaled time (float64); per\n"
+"cell: window, id row (int64), the same sums. None when the lines are malformed, out of\n"
+"range or hold partially overlapping spans, or a sum could round: then the array path\n"
+"(which says what is wrong) must do them.");
+
+static PyObject *span_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *lines_arg, *stamps_arg, *ids_arg, *begin_arg, *end_arg;
+    if (!PyArg_ParseTuple(args, "OOOOO", &lines_arg, &stamps_arg, &ids_arg, &begin_arg, &end_arg))
+        return NULL;
+    PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
+    Py_buffer wb = {0}, we = {0}, *views = NULL;
+    int64_t *stamps_ns = NULL;
+    Py_ssize_t held = 0; /* line views taken */
+    Sums s;
+    memset(&s, 0, sizeof s);
+    s.max_window = -1;
+    int64_t ids[WANT_COUNT] = {0};
+    int have[WANT_COUNT] = {0};
+    lines = PySequence_Fast(lines_arg, "span_sums expects a sequence of lines");
+    stamps = PySequence_Fast(stamps_arg, "span_sums expects a sequence of timestamps");
+    ids_seq = PySequence_Fast(ids_arg, "span_sums expects a sequence of stat ids");
+    if (lines == NULL || stamps == NULL || ids_seq == NULL) goto done;
+    if (PySequence_Fast_GET_SIZE(stamps) != PySequence_Fast_GET_SIZE(lines) ||
+        PySequence_Fast_GET_SIZE(ids_seq) != WANT_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "a timestamp per line and four stat ids");
+        goto done;
+    }
+    for (int k = 0; k < WANT_COUNT; k++) {
+        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, k);
+        if (id == Py_None) continue;
+        ids[k] = PyLong_AsLongLong(id);
+        if (ids[k] == -1 && PyErr_Occurred()) goto done;
+        have[k] = 1;
+    }
+    Py_ssize_t windows = 0;
+    if (begin_arg != Py_None) {
+        if (PyObject_GetBuffer(begin_arg, &wb, PyBUF_SIMPLE) < 0 ||
+            PyObject_GetBuffer(end_arg, &we, PyBUF_SIMPLE) < 0)
+            goto done;
+        if (wb.len != we.len || wb.len % 8) {
+            PyErr_SetString(PyExc_ValueError, "window_begin and window_end: int64, same length");
+            goto done;
+        }
+        windows = wb.len / 8;
+        for (Py_ssize_t k = 1; k < windows; k++) {
+            if (((const int64_t *)wb.buf)[k] < ((const int64_t *)wb.buf)[k - 1]) {
+                PyErr_SetString(PyExc_ValueError, "window_begin is not ascending");
+                goto done;
+            }
+        }
+        if (windows >= ((Py_ssize_t)1 << 31)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    rows_init(&s.ids, 1 + SUM_COUNT, IDS_SIZES);
+    rows_init(&s.cells, 2 + SUM_COUNT, CELLS_SIZES);
+    if (map_init(&s.codes, 1024) < 0 || map_init(&s.cell_of, 4096) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
+    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
+    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
+    if (views == NULL || stamps_ns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < n_lines; held++) {
+        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
+        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
+                               PyBUF_SIMPLE) < 0)
+            goto done;
+    }
+    int status = 0;
+    /* The lines are walked without the GIL: the cores of a host are summed at once. */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
+        const uint8_t *start = views[i].buf;
+        status = sum_line(&s, start, start + views[i].len, stamps_ns[i], ids, have, wb.buf,
+                          we.buf, windows);
+    }
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    columns = Py_BuildValue("[LLL]", (long long)s.events, (long long)s.min_begin,
+                            (long long)s.max_end);
+    if (columns == NULL || rows_take_all(&s.ids, columns) < 0 ||
+        rows_take_all(&s.cells, columns) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(stamps_ns);
+    Py_XDECREF(columns);
+    rows_clear(&s.ids);
+    rows_clear(&s.cells);
+    map_free(&s.codes);
+    map_free(&s.cell_of);
+    PyMem_RawFree(s.latest_window);
+    PyMem_RawFree(s.latest_cell);
+    PyMem_RawFree(s.spans);
+    PyMem_RawFree(s.stack);
+    if (wb.obj != NULL) PyBuffer_Release(&wb);
+    if (we.obj != NULL) PyBuffer_Release(&we);
+    Py_XDECREF(lines);
+    Py_XDECREF(stamps);
+    Py_XDECREF(ids_seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {"split_message", split_message, METH_VARARGS, split_message_doc},
@@ -689,6 +1356,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__wire(void) {
+    if (PyType_Ready(&BufferType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     WireError = PyErr_NewException("tb_roofline_plugin._wire.WireError", PyExc_ValueError, NULL);

@@ -554,3 +554,33 @@ def split_message(buf: memoryview, start: int, end: int, number: int, spans: boo
     if not compiled_decoder():
         return None
     return _wire.split_message(buf, start, end, number, spans)
+
+
+def compiled_span_sums(
+    lines: list, stat_ids: list[int | None], window_begin, window_end
+) -> tuple | None:
+    """``_wire.span_sums`` of lines read from the file's bytes (LineViews): the lines'
+    events summed per metadata id and per (window, metadata id) in one pass, as numpy
+    columns; None without the compiled decoder, for decoded lines, or where the pass
+    leaves the lines to the array path (``_wire.span_sums``' docstring says when)."""
+    if not compiled_decoder() or any(getattr(line, "raw", None) is None for line in lines):
+        return None
+    begin = end = None
+    if window_begin is not None:
+        begin = np.ascontiguousarray(window_begin, np.int64)
+        end = np.ascontiguousarray(window_end, np.int64)
+        if len(begin) > 1 and (np.diff(begin) < 0).any():
+            return None  # windows out of order: the array path's searchsorted
+    raws = [line.raw for line in lines]
+    stamps = [int(line.timestamp_ns) for line in lines]
+    out = _wire.span_sums(raws, stamps, stat_ids, begin, end)
+    if out is None:
+        return None
+    events, min_begin, max_end = out[:3]
+    ids = [
+        np.frombuffer(c, np.int64 if k in (0, 3) else np.float64) for k, c in enumerate(out[3:9])
+    ]
+    cells = [
+        np.frombuffer(c, np.int64 if k in (0, 1, 4) else np.float64) for k, c in enumerate(out[9:])
+    ]
+    return events, min_begin, max_end, ids, cells

@@ -130,11 +130,20 @@ class PlaneView:
     """
 
     def __init__(
-        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], metadata_digest: bytes
+        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], rest: bytes
     ) -> None:
         self._message = message
         self.lines = lines
-        self.metadata_digest = metadata_digest
+        self._rest: bytes | None = rest  # the plane's bytes without its lines
+        self._digest: bytes | None = None
+
+    @property
+    def metadata_digest(self) -> bytes:
+        """Computed on first use (only TPU core planes are asked)."""
+        if self._digest is None:
+            self._digest = _metadata_digest(self._rest or b"")
+            self._rest = None
+        return self._digest
 
     def __getattr__(self, name: str):
         return getattr(self._message, name)
@@ -157,7 +166,7 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
             pos = field_end
         rest_bytes = bytes(rest)
     message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
-    return PlaneView(message, lines, _metadata_digest(rest_bytes))
+    return PlaneView(message, lines, rest_bytes)
 
 
 def _metadata_digest(rest: bytes) -> bytes:
