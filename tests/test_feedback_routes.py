@@ -68,10 +68,10 @@ def test_the_progress_route_follows_a_conversion_through_its_stages(
     rendering = threading.Event()
     real_render = service.Result.render
 
-    def slow_render(self, fmt, step="total"):
+    def slow_render(self, fmt, step="total", step_list=True):
         rendering.set()
         time.sleep(0.3)
-        return real_render(self, fmt, step)
+        return real_render(self, fmt, step, step_list)
 
     monkeypatch.setattr(service.Result, "render", slow_render)
     answers = []

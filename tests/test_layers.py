@@ -127,8 +127,8 @@ def test_tree_sums_its_ops_once_each_and_cuts_at_any_depth():
     assert tree.path[0] == "" and tree.name[0] == "Program"
     assert set(at) == {"", "enc", "enc/attn", "enc/mlp", f"enc/{OWN_OPS}", NO_LAYER, "IDLE"}
     enc, attn = at["enc"], at["enc/attn"]
-    assert tree.self_time_ps[attn].tolist() == [400, 600]  # forward, backward
-    assert tree.flops[attn].tolist() == [1000.0, 2000.0]
+    assert tree.self_time_ps[attn].tolist() == [400, 600, 0]  # forward, backward, no pass
+    assert tree.flops[attn].tolist() == [1000.0, 2000.0, 0.0]
     # The while loop's time counts, its FLOPs and bytes are its body's (as the Program's).
     assert tree.self_time_ps[at["enc/mlp"]].sum() == 100
     assert tree.flops[at["enc/mlp"]].sum() == 7.0
@@ -137,6 +137,8 @@ def test_tree_sums_its_ops_once_each_and_cuts_at_any_depth():
     assert tree.bytes_accessed[0].sum() == 10 + 20 + 5 + 7 + 3
     assert tree.self_time_ps[0].sum() == 1200 == db.total_time_ps
     assert tree.kind[at["IDLE"]] == IDLE
+    assert tree.self_time_ps[at["IDLE"]].tolist() == [0, 0, 30]  # idle: in neither pass
+    assert tree.self_time_ps[0].tolist() == [400 + 50 + 30 + 70 + 20, 600, 30]
     # Children by time, most first; (own ops) after the sub-layers, (no layer) and IDLE last.
     assert [tree.name[c] for c in tree.children(enc)] == ["attn", "mlp", OWN_OPS]
     assert [tree.name[c] for c in tree.children(0)] == ["enc", NO_LAYER, "IDLE"]
@@ -324,6 +326,28 @@ def test_tensorflow_keras_layers_hold_their_gradients(shared_data):
             db.self_time_ps[backward].sum() / 1e6
         )
     assert nodes["adam"]["backward"]["flops"] == 0
+
+
+def test_idle_time_is_in_neither_pass(shared_data):
+    """The IDLE row's time counts in its node's and the Program's time, never in a pass: the
+    Program's forward + backward is the ops' self time, without the idle time."""
+    (path,) = (shared_data / KERAS).rglob("*.xplane.pb")
+    stats = analyze_file(path)
+    db = stats.all_db
+    idle = (db.name == "IDLE") & (db.category == "IDLE")
+    assert idle.sum() == 1 and db.self_time_ps[idle].sum() > 1e11  # ~300 ms on this profile
+    nodes = _nodes(layers_dict(stats))
+    program, gone = nodes[""], nodes["IDLE"]
+    ops_us = db.self_time_ps[~idle].sum() / 1e6
+    assert program["forward"]["self_time_us"] + program["backward"]["self_time_us"] == (
+        pytest.approx(ops_us)
+    )
+    assert program["self_time_us"] == pytest.approx(db.self_time_ps.sum() / 1e6)
+    assert gone["self_time_us"] == pytest.approx(db.self_time_ps[idle].sum() / 1e6)
+    assert gone["forward"]["self_time_us"] == gone["backward"]["self_time_us"] == 0
+    text = run_cli("summary", str(path), "--by", "layer", "--depth", "1").stdout
+    (row,) = [line for line in text.splitlines() if line.startswith("  IDLE ")]
+    assert " - " in row and "0.0 / 0.0" not in row
 
 
 # --- PyTorch: module ranges -----------------------------------------------------------------------

@@ -38,8 +38,9 @@ from .op_metrics import IDLE_NAME, INNER_OP_CATEGORIES, OpMetricsDb
 PROGRAM = "Program"
 NO_LAYER = "(no layer)"
 OWN_OPS = "(own ops)"
-FORWARD, BACKWARD = 0, 1
+FORWARD, BACKWARD, NO_PASS = 0, 1, 2  # NO_PASS: idle time, in neither pass
 PASSES = ("forward", "backward")
+_SLOTS = len(PASSES) + 1  # the per-pass columns: forward, backward, no pass
 # Node kinds.
 ROOT, LAYER, OWN, UNSCOPED, IDLE = "program", "layer", "own ops", "no layer", "idle"
 
@@ -177,7 +178,8 @@ class LayerTree:
     """The layers of one selection's op rows; nodes in pre-order (the root, the Program,
     first; children by self time, most first), each node's sums those of its subtree.
 
-    Per-pass columns are (nodes, 2): forward, backward.
+    Per-pass columns are (nodes, 3): forward, backward, and no pass (IDLE's time, in
+    neither pass); summed over the axis they are the node's whole figure.
     """
 
     name: list[str]
@@ -186,11 +188,11 @@ class LayerTree:
     parent: np.ndarray  # int64 per node, -1 for the root
     depth: np.ndarray  # int64 per node, 0 for the root
     size: np.ndarray  # int64 per node: nodes in its subtree (it included), contiguous
-    self_time_ps: np.ndarray  # float64 (nodes, 2)
-    flops: np.ndarray  # float64 (nodes, 2)
-    bytes_accessed: np.ndarray  # float64 (nodes, 2)
-    breakdown: np.ndarray  # float64 (nodes, 2, 3, 2): bytes by pass, memory space, read/write
-    has_breakdown: np.ndarray  # bool (nodes, 2): one of its ops carried a memory breakdown
+    self_time_ps: np.ndarray  # float64 (nodes, 3)
+    flops: np.ndarray  # float64 (nodes, 3)
+    bytes_accessed: np.ndarray  # float64 (nodes, 3)
+    breakdown: np.ndarray  # float64 (nodes, 3, 3, 2): bytes by pass, memory space, read/write
+    has_breakdown: np.ndarray  # bool (nodes, 3): one of its ops carried a memory breakdown
     occurrences: np.ndarray  # int64 per node
     op_rows: np.ndarray  # int64 per node: op rows in its subtree
     row_node: np.ndarray  # int64 per row of the db: the leaf holding it
@@ -246,7 +248,8 @@ def layer_tree(db: OpMetricsDb) -> LayerTree:
     leaf_of_row = nodes.own_ops(leaf_of_row)
     row_backward = np.asarray(backward, bool)[row_code] if len(codes) else np.zeros(0, bool)
     row_backward &= ~idle
-    return nodes.tree(db, leaf_of_row, row_backward)
+    row_pass = np.where(idle, NO_PASS, row_backward.astype(np.int64))
+    return nodes.tree(db, leaf_of_row, row_backward, row_pass)
 
 
 class _Nodes:
@@ -284,21 +287,23 @@ class _Nodes:
             target[node] = self._node((*self.key[node], None), node)
         return target[row_node]
 
-    def tree(self, db: OpMetricsDb, row_node: np.ndarray, row_backward: np.ndarray) -> LayerTree:
+    def tree(
+        self, db: OpMetricsDb, row_node: np.ndarray, row_backward: np.ndarray, passes: np.ndarray
+    ) -> LayerTree:
+        """The tree of the rows' leaves; ``passes``: FORWARD, BACKWARD or NO_PASS per row."""
         n = len(self.key)
         parent = np.asarray(self.parent, np.int64)
         depth = np.zeros(n, np.int64)
         for i in range(1, n):  # parents come before their children
             depth[i] = depth[parent[i]] + 1
         counted = ~np.isin(db.category, list(INNER_OP_CATEGORIES))  # containers: time only
-        cell = row_node * 2 + row_backward
+        cell = row_node * _SLOTS + passes
         time = _cells(cell, db.self_time_ps.astype(np.float64), n)
         flops = _cells(cell, np.where(counted, db.flops, 0.0), n)
         nbytes = _cells(cell, np.where(counted, db.bytes_accessed, 0.0), n)
-        passes = row_backward.astype(np.int64)
-        breakdown = np.zeros((n, 2, 3, 2))
+        breakdown = np.zeros((n, _SLOTS, 3, 2))
         np.add.at(breakdown, (row_node, passes), db.breakdown * counted[:, None, None])
-        has_breakdown = np.zeros((n, 2), bool)
+        has_breakdown = np.zeros((n, _SLOTS), bool)
         carried = db.has_breakdown & counted
         has_breakdown[row_node[carried], passes[carried]] = True
         occurrences = np.bincount(row_node, db.occurrences, n).astype(np.int64)
@@ -381,5 +386,5 @@ class _Nodes:
 
 
 def _cells(cell: np.ndarray, weights: np.ndarray, nodes: int) -> np.ndarray:
-    """(nodes, 2) sums of ``weights`` by node and pass."""
-    return np.bincount(cell, weights, 2 * nodes).reshape(nodes, 2)
+    """(nodes, 3) sums of ``weights`` by node and pass (forward, backward, no pass)."""
+    return np.bincount(cell, weights, _SLOTS * nodes).reshape(nodes, _SLOTS)

@@ -240,6 +240,8 @@ def layers_table_rows(stats: OpStats, step: str | int, depth: int | None, memory
         bound = memory if node["bound_by"] == "HBM" else node["bound_by"]
         oi = node["bottleneck_operational_intensity"] or node["operational_intensity"]
         passes = f"{node['forward']['self_time_us']:,.1f} / {node['backward']['self_time_us']:,.1f}"
+        if node["kind"] == IDLE:
+            passes = "-"  # idle time is in neither pass
         rows.append(
             [
                 f"{indent}{node['name']}",
