@@ -19,6 +19,7 @@ from tb_roofline_plugin.platforms import analysis, tpu
 from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files, shared_in_order
 from tb_roofline_plugin.render.export import render
 from tb_roofline_plugin.serve.service import RooflineService
+from tb_roofline_plugin.xspace import profile_reader
 from tb_roofline_plugin.xspace.profile_reader import TPU_CORE_PLANE, read_profile
 
 
@@ -59,6 +60,37 @@ def test_planes_of_one_program_share_their_op_table_and_results_stay(pod, monkey
     tpu._OP_TABLES.clear()
     fresh = [render(analyze_file(p), "json", [p]) for p in files]
     assert fresh == kept and len(read) == 4 * 5 + 2
+
+
+def _core_planes(path):
+    return read_profile(path).planes_matching(TPU_CORE_PLANE)
+
+
+def test_planes_of_one_program_share_their_decoded_metadata(pod, monkeypatch):
+    """A core plane whose metadata equals one read before (of any file) takes that plane's
+    decoded message and digest, with its own id and name; the answers are those of a plane
+    decoded on its own."""
+    files = _files(pod)
+    profile_reader._shared.clear()
+    planes = [p for path in files for p in _core_planes(path)]
+    monkeypatch.setattr(profile_reader, "_SHARED_KEPT", 0)  # nothing kept: each decoded
+    profile_reader._shared.clear()
+    alone = [p for path in files for p in _core_planes(path)]
+    messages = {id(p._message) for p in planes}
+    assert len(messages) == 2 and len({id(p._message) for p in alone}) == len(alone)
+    for shared, own in zip(planes, alone):
+        assert (shared.id, shared.name) == (own.id, own.name) == (own._message.id, own.name)
+        assert shared.metadata_digest == own.metadata_digest
+        assert shared.event_metadata == own.event_metadata and shared.stats == own.stats
+    assert [p.name for p in planes[:4]] == [f"/device:TPU:{n}" for n in range(4)]
+    # A byte of the metadata changed: decoded on its own.
+    rest = bytearray(planes[0]._message.SerializeToString())
+    monkeypatch.setattr(profile_reader, "_SHARED_KEPT", 4)
+    profile_reader._shared.clear()
+    profile_reader._remember_metadata(bytes(rest), planes[0]._message)
+    assert profile_reader._shared_metadata(bytes(rest)) is not None
+    rest[-1] ^= 1
+    assert profile_reader._shared_metadata(bytes(rest)) is None
 
 
 def test_a_host_owns_its_op_columns(pod):

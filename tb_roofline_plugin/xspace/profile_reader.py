@@ -13,6 +13,7 @@ import hashlib
 import math
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Union
@@ -130,12 +131,19 @@ class PlaneView:
     """
 
     def __init__(
-        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], rest: bytes
+        self,
+        message: xplane_lite_pb2.XPlaneLite,
+        lines: list[LineView],
+        rest: bytes,
+        digest: bytes | None = None,
+        head: xplane_lite_pb2.XPlaneLite | None = None,
     ) -> None:
         self._message = message
         self.lines = lines
-        self._rest: bytes | None = rest  # the plane's bytes without its lines
-        self._digest: bytes | None = None
+        self._rest: bytes | None = None if digest else rest  # the bytes without the lines
+        self._digest: bytes | None = digest
+        if head is not None:  # a message shared with another plane: its own id and name
+            self.id, self.name = head.id, head.name
 
     @property
     def metadata_digest(self) -> bytes:
@@ -165,21 +173,69 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
                 rest += buf[pos:field_end]
             pos = field_end
         rest_bytes = bytes(rest)
+    shared = _shared_metadata(rest_bytes)
+    if shared is not None:
+        message, digest, head = shared
+        return PlaneView(message, lines, rest_bytes, digest, head)
     message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
+    if len(rest_bytes) >= SHARED_MIN_BYTES:
+        _remember_metadata(rest_bytes, message)
     return PlaneView(message, lines, rest_bytes)
 
 
-def _metadata_digest(rest: bytes) -> bytes:
-    """A digest of a plane's fields but its lines and its leading id and name (fields 1 and
-    2, where serializers write them; elsewhere they are digested too, which only makes the
-    digest its plane's own)."""
+# Planes read last whose metadata (all but lines, id and name) is big: the cores and hosts of
+# one program (a pod) have the same, decoded and digested once (for all the files read).
+SHARED_MIN_BYTES = 4096  # below, decoding is as cheap as comparing
+_SHARED_KEPT = 4
+_shared: list[tuple[bytes, xplane_lite_pb2.XPlaneLite, bytes]] = []  # (tail, message, digest)
+_shared_lock = threading.Lock()
+
+
+def _shared_metadata(rest: bytes):
+    """(message, digest, the plane's own id and name) of an earlier plane whose metadata is
+    this one's, byte for byte; None where none is."""
+    if len(rest) < SHARED_MIN_BYTES:
+        return None
+    try:
+        pos = _head_end(rest)
+    except _WireError:  # protobuf says what is wrong with it
+        return None
+    with _shared_lock:
+        kept = list(_shared)
+    for seen, message, digest in kept:
+        if len(seen) == len(rest) - pos and rest.endswith(seen):  # compared, not copied
+            return message, digest, xplane_lite_pb2.XPlaneLite.FromString(rest[:pos])
+    return None
+
+
+def _remember_metadata(rest: bytes, message: xplane_lite_pb2.XPlaneLite) -> None:
+    """Keeps a decoded plane's metadata for the next planes (``_shared_metadata``)."""
+    tail = rest[_head_end(rest) :]
+    digest = _tail_digest(tail)
+    with _shared_lock:
+        _shared.insert(0, (tail, message, digest))
+        del _shared[_SHARED_KEPT:]
+
+
+def _head_end(rest: bytes) -> int:
+    """Where a plane's leading id and name end (fields 1 and 2, where serializers write
+    them; elsewhere they are part of the metadata, which only makes it the plane's own)."""
     view, pos = memoryview(rest), 0
     while pos < len(view) and view[pos] in (0x08, 0x12):  # id (varint), name (bytes)
         tag = view[pos]
         value, pos = _varint(view, pos + 1, len(view))
         if tag == 0x12:
             pos += value
-    return hashlib.blake2b(view[min(pos, len(view)) :], digest_size=16).digest()
+    return min(pos, len(view))
+
+
+def _tail_digest(tail) -> bytes:
+    return hashlib.blake2b(tail, digest_size=16).digest()
+
+
+def _metadata_digest(rest: bytes) -> bytes:
+    """A digest of a plane's fields but its lines and its leading id and name."""
+    return _tail_digest(memoryview(rest)[_head_end(rest) :])
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
