@@ -83,14 +83,21 @@ def test_planes_of_one_program_share_their_decoded_metadata(pod, monkeypatch):
         assert shared.metadata_digest == own.metadata_digest
         assert shared.event_metadata == own.event_metadata and shared.stats == own.stats
     assert [p.name for p in planes[:4]] == [f"/device:TPU:{n}" for n in range(4)]
-    # A byte of the metadata changed: decoded on its own.
+    # A byte of the metadata changed: decoded on its own; the same bytes again: shared.
     rest = bytearray(planes[0]._message.SerializeToString())
     monkeypatch.setattr(profile_reader, "_SHARED_KEPT", 4)
     profile_reader._shared.clear()
-    profile_reader._remember_metadata(bytes(rest), planes[0]._message)
-    assert profile_reader._shared_metadata(bytes(rest)) is not None
+
+    def view(data: bytes, shareable: bool = True):
+        return profile_reader._plane_view(memoryview(data), 0, len(data), None, shareable)
+
+    first = view(bytes(rest))
+    assert view(bytes(rest))._message is first._message
+    assert view(bytes(rest), shareable=False)._message is not first._message
     rest[-1] ^= 1
-    assert profile_reader._shared_metadata(bytes(rest)) is None
+    changed = view(bytes(rest))
+    assert changed._message is not first._message
+    assert changed.metadata_digest != first.metadata_digest
 
 
 def test_a_host_owns_its_op_columns(pod):

@@ -9,7 +9,6 @@ negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -135,21 +134,26 @@ class PlaneView:
         message: xplane_lite_pb2.XPlaneLite,
         lines: list[LineView],
         rest: bytes,
-        digest: bytes | None = None,
+        shared: SharedMetadata | None = None,
         head: xplane_lite_pb2.XPlaneLite | None = None,
     ) -> None:
         self._message = message
         self.lines = lines
-        self._rest: bytes | None = None if digest else rest  # the bytes without the lines
-        self._digest: bytes | None = digest
+        self._rest: bytes | None = None if shared else rest  # the bytes without the lines
+        self._shared = shared
+        self._digest: bytes | None = None
         if head is not None:  # a message shared with another plane: its own id and name
             self.id, self.name = head.id, head.name
 
     @property
     def metadata_digest(self) -> bytes:
-        """Computed on first use (only TPU core planes are asked)."""
+        """Computed on first use (only TPU core planes are asked), once for planes that
+        share their metadata."""
         if self._digest is None:
-            self._digest = _metadata_digest(self._rest or b"")
+            if self._shared is not None:
+                self._digest = self._shared.digest()
+            else:
+                self._digest = _tail_digest(_metadata_tail(self._rest or b""))
             self._rest = None
         return self._digest
 
@@ -157,8 +161,32 @@ class PlaneView:
         return getattr(self._message, name)
 
 
-def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
-    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+class SharedMetadata:
+    """A TPU core plane's metadata (all but its lines, id and name), decoded once for the
+    planes that have it byte for byte: the cores and hosts of one program (a pod)."""
+
+    def __init__(self, tail: bytes, message: xplane_lite_pb2.XPlaneLite) -> None:
+        self.tail = tail
+        self.message = message
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        if self._digest is None:
+            self._digest = _tail_digest(self.tail)
+        return self._digest
+
+
+SHARED_MIN_BYTES = 4096  # metadata below this is decoded as fast as compared
+_SHARED_KEPT = 4  # the metadata of the last few TPU programs read (of any file)
+_shared: list[SharedMetadata] = []
+_shared_lock = threading.Lock()
+
+
+def _plane_view(
+    buf: memoryview, start: int, end: int, base: bytes | None, shareable: bool = False
+) -> PlaneView:
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes (or, for a
+    ``shareable`` plane of metadata read before, takes decoded)."""
     split = _split(buf, start, end, 3)
     if split is not None:
         spans, rest_bytes = split
@@ -173,48 +201,33 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
                 rest += buf[pos:field_end]
             pos = field_end
         rest_bytes = bytes(rest)
-    shared = _shared_metadata(rest_bytes)
-    if shared is not None:
-        message, digest, head = shared
-        return PlaneView(message, lines, rest_bytes, digest, head)
+    pos = _shareable_from(rest_bytes) if shareable else None
+    if pos is not None:
+        with _shared_lock:
+            kept = list(_shared)
+        for shared in kept:  # compared in place, not copied
+            if len(shared.tail) == len(rest_bytes) - pos and rest_bytes.endswith(shared.tail):
+                head = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes[:pos])
+                return PlaneView(shared.message, lines, rest_bytes, shared, head)
     message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
-    if len(rest_bytes) >= SHARED_MIN_BYTES:
-        _remember_metadata(rest_bytes, message)
-    return PlaneView(message, lines, rest_bytes)
+    if pos is None:
+        return PlaneView(message, lines, rest_bytes)
+    shared = SharedMetadata(rest_bytes[pos:], message)
+    with _shared_lock:
+        _shared.insert(0, shared)
+        del _shared[_SHARED_KEPT:]
+    return PlaneView(message, lines, rest_bytes, shared)
 
 
-# Planes read last whose metadata (all but lines, id and name) is big: the cores and hosts of
-# one program (a pod) have the same, decoded and digested once (for all the files read).
-SHARED_MIN_BYTES = 4096  # below, decoding is as cheap as comparing
-_SHARED_KEPT = 4
-_shared: list[tuple[bytes, xplane_lite_pb2.XPlaneLite, bytes]] = []  # (tail, message, digest)
-_shared_lock = threading.Lock()
-
-
-def _shared_metadata(rest: bytes):
-    """(message, digest, the plane's own id and name) of an earlier plane whose metadata is
-    this one's, byte for byte; None where none is."""
+def _shareable_from(rest: bytes) -> int | None:
+    """Where the metadata of a plane's bytes (``rest``: without its lines) starts, if it is
+    worth sharing; None if not (small, or malformed: protobuf then says what is wrong)."""
     if len(rest) < SHARED_MIN_BYTES:
         return None
     try:
-        pos = _head_end(rest)
-    except _WireError:  # protobuf says what is wrong with it
+        return _head_end(rest)
+    except _WireError:
         return None
-    with _shared_lock:
-        kept = list(_shared)
-    for seen, message, digest in kept:
-        if len(seen) == len(rest) - pos and rest.endswith(seen):  # compared, not copied
-            return message, digest, xplane_lite_pb2.XPlaneLite.FromString(rest[:pos])
-    return None
-
-
-def _remember_metadata(rest: bytes, message: xplane_lite_pb2.XPlaneLite) -> None:
-    """Keeps a decoded plane's metadata for the next planes (``_shared_metadata``)."""
-    tail = rest[_head_end(rest) :]
-    digest = _tail_digest(tail)
-    with _shared_lock:
-        _shared.insert(0, (tail, message, digest))
-        del _shared[_SHARED_KEPT:]
 
 
 def _head_end(rest: bytes) -> int:
@@ -229,13 +242,14 @@ def _head_end(rest: bytes) -> int:
     return min(pos, len(view))
 
 
+def _metadata_tail(rest: bytes) -> memoryview:
+    return memoryview(rest)[_head_end(rest) :]
+
+
 def _tail_digest(tail) -> bytes:
+    import hashlib  # here: OpenSSL's start-up only for readers that digest planes
+
     return hashlib.blake2b(tail, digest_size=16).digest()
-
-
-def _metadata_digest(rest: bytes) -> bytes:
-    """A digest of a plane's fields but its lines and its leading id and name."""
-    return _tail_digest(memoryview(rest)[_head_end(rest) :])
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
@@ -368,7 +382,8 @@ def decode_profile(
         for name, start, end in found:
             if want(name, names):
                 base = data if isinstance(data, bytes) else None
-                profile.planes.append(_plane_view(buf, start, end, base))
+                shareable = TPU_CORE_PLANE.match(name) is not None
+                profile.planes.append(_plane_view(buf, start, end, base, shareable))
             else:
                 profile.skipped_planes.append(name)
     except (_WireError, DecodeError) as exc:
