@@ -14,7 +14,8 @@ from conftest import run_cli
 
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
 from tb_roofline_plugin.errors import ProfileError
-from tb_roofline_plugin.ops import op_metrics
+from tb_roofline_plugin.ops import op_metrics, op_stats
+from tb_roofline_plugin.ops.op_stats import combine_hosts
 from tb_roofline_plugin.platforms import analysis, tpu
 from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files, shared_in_order
 from tb_roofline_plugin.render.export import render
@@ -98,6 +99,22 @@ def test_planes_of_one_program_share_their_decoded_metadata(pod, monkeypatch):
     changed = view(bytes(rest))
     assert changed._message is not first._message
     assert changed.metadata_digest != first.metadata_digest
+
+
+def test_hosts_of_one_program_are_added_row_for_row(pod, monkeypatch):
+    """The hosts of one program meet the same cells in the same order: their sums are added
+    as whole columns, to the bits of adding them cell by cell (and of combining the dbs)."""
+    files = _files(pod)[:5]
+    parts = [analyze_file(p) for p in files]
+    seen = []
+    original = op_stats.row_for_row
+    monkeypatch.setattr(op_stats, "row_for_row", lambda *a: seen.append(original(*a)) or seen[-1])
+    fast = render(combine_hosts(parts), "json", files)
+    assert seen and all(seen)  # every host after the first: the whole profile and its steps
+    monkeypatch.setattr(op_stats, "row_for_row", lambda *a: False)
+    assert render(combine_hosts(parts), "json", files) == fast
+    monkeypatch.setattr(op_stats, "_added", lambda *a: None)  # the general merge
+    assert render(combine_hosts(parts), "json", files) == fast
 
 
 def test_a_host_owns_its_op_columns(pod):
