@@ -117,6 +117,21 @@ def test_hosts_of_one_program_are_added_row_for_row(pod, monkeypatch):
     assert render(combine_hosts(parts), "json", files) == fast
 
 
+def test_a_hosts_whole_and_step_sums_share_one_op_table(pod, monkeypatch):
+    """A host whose cores all have events and steps keys its ops once for both sums; the
+    text is that of each sum keying them on its own."""
+    path = _files(pod)[0]
+    calls = []
+    keyed, windowed = tpu.keyed_ops, tpu.windowed_ops
+    monkeypatch.setattr(tpu, "keyed_ops", lambda cores: calls.append(len(cores)) or keyed(cores))
+    shared = render(analyze_file(path), "json", [path])
+    assert calls == [4]
+    monkeypatch.setattr(
+        tpu, "windowed_ops", lambda cores, by_window=False, keyed=None: windowed(cores, by_window)
+    )
+    assert render(analyze_file(path), "json", [path]) == shared and calls == [4] * 4
+
+
 def test_a_host_owns_its_op_columns(pod):
     """Hosts sharing a kept op table get copies: changing one leaves the others alone."""
     a, b = (analyze_file(p) for p in _files(pod)[:2])
