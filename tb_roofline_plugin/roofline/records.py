@@ -430,11 +430,15 @@ def program_record_pair(
     is infeed or outfeed the two differ in that flag alone: summed once (a Program row per
     step is most of a profile's records)."""
     parts = dbs if isinstance(dbs, Segments) else db_segments(dbs)
-    args = (peaks, core_count)
-    rest = (record_types, step_nums, steps_divisors)
-    with_io = program_records(parts, *args, True, *rest)
+
+    def records(include: bool) -> RecordSet:
+        return program_records(
+            parts, peaks, core_count, include, record_types, step_nums, steps_divisors
+        )
+
+    with_io = records(True)
     if infeed_outfeed_counts(parts):
-        return with_io, program_records(parts, *args, False, *rest)
+        return with_io, records(False)
     flag = np.zeros(len(with_io), bool)
     return with_io, RecordSet({**with_io.columns, "include_infeed_outfeed": flag})
 

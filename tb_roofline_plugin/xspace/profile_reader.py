@@ -201,18 +201,18 @@ def _plane_view(
                 rest += buf[pos:field_end]
             pos = field_end
         rest_bytes = bytes(rest)
-    pos = _shareable_from(rest_bytes) if shareable else None
-    if pos is not None:
+    at = _shareable_from(rest_bytes) if shareable else None
+    if at is not None:
         with _shared_lock:
             kept = list(_shared)
         for shared in kept:  # compared in place, not copied
-            if len(shared.tail) == len(rest_bytes) - pos and rest_bytes.endswith(shared.tail):
-                head = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes[:pos])
+            if len(shared.tail) == len(rest_bytes) - at and rest_bytes.endswith(shared.tail):
+                head = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes[:at])
                 return PlaneView(shared.message, lines, rest_bytes, shared, head)
     message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
-    if pos is None:
+    if at is None:
         return PlaneView(message, lines, rest_bytes)
-    shared = SharedMetadata(rest_bytes[pos:], message)
+    shared = SharedMetadata(rest_bytes[at:], message)
     with _shared_lock:
         _shared.insert(0, shared)
         del _shared[_SHARED_KEPT:]
