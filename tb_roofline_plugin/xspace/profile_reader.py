@@ -247,9 +247,11 @@ def _metadata_tail(rest: bytes) -> memoryview:
 
 
 def _tail_digest(tail) -> bytes:
-    import hashlib  # here: OpenSSL's start-up only for readers that digest planes
-
-    return hashlib.blake2b(tail, digest_size=16).digest()
+    try:  # hashlib's own BLAKE2, without hashlib loading OpenSSL (milliseconds of start-up)
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it: hashlib's
+        from hashlib import blake2b
+    return blake2b(tail, digest_size=16).digest()
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
