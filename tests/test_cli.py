@@ -172,7 +172,7 @@ def test_device_planes_without_ops_say_so(tmp_path):
 MODULES_PROBE = (
     "import sys; from tb_roofline_plugin import cli; code = cli.main(sys.argv[1:]); "
     "print(code, *sorted(m for m in sys.modules if m.startswith('tb_roofline_plugin.') or "
-    "m in ('csv', 'uuid', '_hashlib', 'pkg_resources', 'importlib.metadata')))"
+    "m in ('csv', 'uuid', 'html', '_hashlib', 'pkg_resources', 'importlib.metadata')))"
 )
 
 
@@ -195,8 +195,8 @@ def test_export_imports_what_its_format_needs(shared_data, fmt, json_sections):
     ours = [m.split(".", 1)[1] for m in modules if m.startswith("tb_roofline_plugin.")]
     never = ("platforms.gpu", "platforms.cpu", "kineto.ops", "serve", "demo", "api")
     assert not [m for m in ours if m.startswith(never)]
-    # No package metadata, no OpenSSL (the TPU planes' digest is hashlib's own BLAKE2).
-    assert not {"pkg_resources", "importlib.metadata", "uuid", "_hashlib"} & set(modules)
+    # No package metadata, no OpenSSL (the planes' digest is hashlib's own BLAKE2), no html
+    assert not {"pkg_resources", "importlib.metadata", "uuid", "html", "_hashlib"} & set(modules)
     json_only = {
         "tb_roofline_plugin.render.advice",
         "tb_roofline_plugin.render.hardware",

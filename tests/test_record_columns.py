@@ -236,3 +236,12 @@ def test_op_details_of_the_model_and_of_its_message_agree(tiny_stats):
     assert {d["wasted_time_us"] for d in details if d not in judged} == {0.0}
     wasted = [d["wasted_time_us"] for d in sorted(judged, key=lambda d: d["wasted_time_rank"])]
     assert wasted == sorted(wasted, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "model.py", "a<b>&\"c\"'d'", "&#x27; &amp; &lt;", "<'>" * 3, "é\u2028\n"]
+)
+def test_source_cells_escape_as_html_escape_with_apostrophes_as_xprof_writes_them(text):
+    import html
+
+    assert datatable_module._escape(text) == html.escape(text).replace("&#x27;", "&#39;")
