@@ -132,6 +132,17 @@ def test_a_hosts_whole_and_step_sums_share_one_op_table(pod, monkeypatch):
     assert render(analyze_file(path), "json", [path]) == shared and calls == [4] * 4
 
 
+def test_the_op_table_cores_share_is_read_only(pod):
+    """The cores and hosts of one program read one op table, not a copy each: it cannot be
+    written, and what a host keeps is its own (``test_a_host_owns_its_op_columns``)."""
+    tpu._OP_TABLES.clear()
+    analyze_file(_files(pod)[0])
+    ((cols, rows),) = tpu._OP_TABLES.values()
+    with pytest.raises(ValueError, match="read-only"):
+        cols["name"][0] = "changed"
+    assert not rows.flags.writeable and all(not c.flags.writeable for c in cols.values())
+
+
 def test_a_host_owns_its_op_columns(pod):
     """Hosts sharing a kept op table get copies: changing one leaves the others alone."""
     a, b = (analyze_file(p) for p in _files(pod)[:2])

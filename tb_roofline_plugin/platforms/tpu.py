@@ -135,9 +135,9 @@ _OP_TABLES_LOCK = threading.Lock()
 def _shared_op_table(
     plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
 ) -> tuple[dict, np.ndarray, object]:
-    """``_op_table``, its result kept for planes with the same metadata (the columns copied:
-    each core owns its own); and what the columns were copied from (cores with the same
-    one have equal op tables; None: a table of its own)."""
+    """``_op_table``, its result kept for planes with the same metadata and shared by their
+    cores, read-only (``keyed_ops`` writes the table a host keeps); and what the columns are
+    (cores with the same one have equal op tables; None: a table of its own)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
@@ -146,13 +146,14 @@ def _shared_op_table(
     if found is None:
         found = _op_table(plane, distinct, modules)
         if key is not None:
+            for column in (*found[0].values(), found[1]):
+                column.setflags(write=False)  # shared by every core of the program
             with _OP_TABLES_LOCK:
                 _OP_TABLES[key] = found
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
-    copied = {k: v.copy() for k, v in cols.items()}
-    return copied, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
+    return cols, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
 
 
 def _op_text(line: str, module: ModuleCosts | None, stats: dict) -> tuple[OpText, str]:
