@@ -169,6 +169,46 @@ def test_device_planes_without_ops_say_so(tmp_path):
     assert [r["c"][3]["v"] for r in table["rows"]] == ["Program", "Program", "Program", "Program"]
 
 
+MODULES_PROBE = (
+    "import sys; from tb_roofline_plugin import cli; code = cli.main(sys.argv[1:]); "
+    "print(code, *sorted(m for m in sys.modules if m.startswith('tb_roofline_plugin.') or "
+    "m in ('csv', 'uuid', 'html', '_hashlib', 'pkg_resources', 'importlib.metadata')))"
+)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "json_sections"), [("datatable", False), ("csv", False), ("json", True)]
+)
+def test_export_imports_what_its_format_needs(shared_data, fmt, json_sections):
+    """A start-up cost: the datatable and CSV of a TPU profile import neither the json's
+    sections (renderers, classes, layers) nor other platforms' readers, nor any package
+    metadata; the same export, the same text."""
+    path = shared_data / "xprof" / "tpu_inference_2.xplane.pb"
+    done = subprocess.run(
+        [sys.executable, "-c", MODULES_PROBE, "export", str(path), "--format", fmt, "-o",
+         os.devnull],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    code, *modules = done.stdout.split()
+    assert code == "0", done.stderr
+    assert "tb_roofline_plugin.platforms.tpu" in modules
+    ours = [m.split(".", 1)[1] for m in modules if m.startswith("tb_roofline_plugin.")]
+    never = ("platforms.gpu", "platforms.cpu", "kineto.ops", "serve", "demo", "api")
+    assert not [m for m in ours if m.startswith(never)]
+    # No package metadata, no OpenSSL (the planes' digest is hashlib's own BLAKE2), no html
+    assert not {"pkg_resources", "importlib.metadata", "uuid", "html", "_hashlib"} & set(modules)
+    json_only = {
+        "tb_roofline_plugin.render.advice",
+        "tb_roofline_plugin.render.hardware",
+        "tb_roofline_plugin.render.layers",
+        "tb_roofline_plugin.roofline.classes",
+        "tb_roofline_plugin.kineto.aten_cost",
+    }
+    assert (json_only <= set(modules)) == json_sections
+    assert json_sections or not json_only & set(modules)
+    assert ("csv" in modules) == (fmt != "datatable")  # the json's layers have a CSV too
+
+
 BLAS_PROBE = (
     "import os, sys; from tb_roofline_plugin import cli; "
     "code = cli.main(sys.argv[1:]); "

@@ -40,6 +40,8 @@ SHARED = {
 }
 GENERATED = {
     "tpu_training": lambda: tpu_xspace(TpuSpec(cores=2, steps=4)),
+    # A pod's host: four cores of one program, every one with events and steps.
+    "tpu_pod_host": lambda: tpu_xspace(TpuSpec(steps=6, ops_per_step=40, host="p0", seed=3)),
     "gpu_training": lambda: gpu_xspace(GpuSpec(gpus=1, steps=3)),
     "cpu_training": lambda: cpu_xspace(CpuSpec()),
 }

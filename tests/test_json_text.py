@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -53,7 +52,7 @@ def test_parts_are_spliced_in_place_of_their_values():
 
 
 def test_a_placeholder_found_in_the_document_gives_none(monkeypatch):
-    monkeypatch.setattr(json_text.uuid, "uuid4", lambda: SimpleNamespace(hex="fixed"))
+    monkeypatch.setattr(json_text, "placeholder_id", lambda: "fixed")
     document = {"a": [1], "note": "tb-roofline-fixed"}
     assert dumps_with(document, {("a",): "[2]"}, None) is None
 

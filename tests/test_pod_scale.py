@@ -14,11 +14,13 @@ from conftest import run_cli
 
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
 from tb_roofline_plugin.errors import ProfileError
-from tb_roofline_plugin.ops import op_metrics
+from tb_roofline_plugin.ops import op_metrics, op_stats
+from tb_roofline_plugin.ops.op_stats import combine_hosts
 from tb_roofline_plugin.platforms import analysis, tpu
 from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files, shared_in_order
 from tb_roofline_plugin.render.export import render
 from tb_roofline_plugin.serve.service import RooflineService
+from tb_roofline_plugin.xspace import profile_reader
 from tb_roofline_plugin.xspace.profile_reader import TPU_CORE_PLANE, read_profile
 
 
@@ -59,6 +61,86 @@ def test_planes_of_one_program_share_their_op_table_and_results_stay(pod, monkey
     tpu._OP_TABLES.clear()
     fresh = [render(analyze_file(p), "json", [p]) for p in files]
     assert fresh == kept and len(read) == 4 * 5 + 2
+
+
+def _core_planes(path):
+    return read_profile(path).planes_matching(TPU_CORE_PLANE)
+
+
+def test_planes_of_one_program_share_their_decoded_metadata(pod, monkeypatch):
+    """A core plane whose metadata equals one read before (of any file) takes that plane's
+    decoded message and digest, with its own id and name; the answers are those of a plane
+    decoded on its own."""
+    files = _files(pod)
+    profile_reader._shared.clear()
+    planes = [p for path in files for p in _core_planes(path)]
+    monkeypatch.setattr(profile_reader, "_SHARED_KEPT", 0)  # nothing kept: each decoded
+    profile_reader._shared.clear()
+    alone = [p for path in files for p in _core_planes(path)]
+    messages = {id(p._message) for p in planes}
+    assert len(messages) == 2 and len({id(p._message) for p in alone}) == len(alone)
+    for shared, own in zip(planes, alone):
+        assert (shared.id, shared.name) == (own.id, own.name) == (own._message.id, own.name)
+        assert shared.metadata_digest == own.metadata_digest
+        assert shared.event_metadata == own.event_metadata and shared.stats == own.stats
+    assert [p.name for p in planes[:4]] == [f"/device:TPU:{n}" for n in range(4)]
+    # A byte of the metadata changed: decoded on its own; the same bytes again: shared.
+    rest = bytearray(planes[0]._message.SerializeToString())
+    monkeypatch.setattr(profile_reader, "_SHARED_KEPT", 4)
+    profile_reader._shared.clear()
+
+    def view(data: bytes, shareable: bool = True):
+        return profile_reader._plane_view(memoryview(data), 0, len(data), None, shareable)
+
+    first = view(bytes(rest))
+    assert view(bytes(rest))._message is first._message
+    assert view(bytes(rest), shareable=False)._message is not first._message
+    rest[-1] ^= 1
+    changed = view(bytes(rest))
+    assert changed._message is not first._message
+    assert changed.metadata_digest != first.metadata_digest
+
+
+def test_hosts_of_one_program_are_added_row_for_row(pod, monkeypatch):
+    """The hosts of one program meet the same cells in the same order: their sums are added
+    as whole columns, to the bits of adding them cell by cell (and of combining the dbs)."""
+    files = _files(pod)[:5]
+    parts = [analyze_file(p) for p in files]
+    seen = []
+    original = op_stats.row_for_row
+    monkeypatch.setattr(op_stats, "row_for_row", lambda *a: seen.append(original(*a)) or seen[-1])
+    fast = render(combine_hosts(parts), "json", files)
+    assert seen and all(seen)  # every host after the first: the whole profile and its steps
+    monkeypatch.setattr(op_stats, "row_for_row", lambda *a: False)
+    assert render(combine_hosts(parts), "json", files) == fast
+    monkeypatch.setattr(op_stats, "_added", lambda *a: None)  # the general merge
+    assert render(combine_hosts(parts), "json", files) == fast
+
+
+def test_a_hosts_whole_and_step_sums_share_one_op_table(pod, monkeypatch):
+    """A host whose cores all have events and steps keys its ops once for both sums; the
+    text is that of each sum keying them on its own."""
+    path = _files(pod)[0]
+    calls = []
+    keyed, windowed = tpu.keyed_ops, tpu.windowed_ops
+    monkeypatch.setattr(tpu, "keyed_ops", lambda cores: calls.append(len(cores)) or keyed(cores))
+    shared = render(analyze_file(path), "json", [path])
+    assert calls == [4]
+    monkeypatch.setattr(
+        tpu, "windowed_ops", lambda cores, by_window=False, keyed=None: windowed(cores, by_window)
+    )
+    assert render(analyze_file(path), "json", [path]) == shared and calls == [4] * 4
+
+
+def test_the_op_table_cores_share_is_read_only(pod):
+    """The cores and hosts of one program read one op table, not a copy each: it cannot be
+    written, and what a host keeps is its own (``test_a_host_owns_its_op_columns``)."""
+    tpu._OP_TABLES.clear()
+    analyze_file(_files(pod)[0])
+    ((cols, rows),) = tpu._OP_TABLES.values()
+    with pytest.raises(ValueError, match="read-only"):
+        cols["name"][0] = "changed"
+    assert not rows.flags.writeable and all(not c.flags.writeable for c in cols.values())
 
 
 def test_a_host_owns_its_op_columns(pod):

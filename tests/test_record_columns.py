@@ -32,6 +32,7 @@ from tb_roofline_plugin.roofline.records import (
     RecordSet,
     _category_mask,
     op_records,
+    program_record_pair,
     program_records,
     uint64_costs,
 )
@@ -136,6 +137,31 @@ def test_program_records_rank_zero_and_step_num_only_per_step():
     assert not average.HasField("source_info")
 
 
+def _without_infeed(ops: OpMetricsDb) -> OpMetricsDb:
+    """``ops`` with its infeed an ordinary fusion (no row leaving infeed out changes)."""
+    category = ops.category.copy()
+    category[2] = "loop fusion"
+    return OpMetricsDb(**{**vars(ops), "category": category})
+
+
+@pytest.mark.parametrize("with_infeed", [True, False])
+def test_program_record_pair_is_program_records_of_both_flags(with_infeed):
+    """Summed once where infeed/outfeed changes nothing, twice where it does: either way
+    the records, to the bit, of program_records with include_infeed_outfeed true and false."""
+    ops = _ops() if with_infeed else _without_infeed(_ops())
+    other = OpMetricsDb(**{**vars(ops), "time_ps": ops.time_ps * 3, "total_time_ps": 9e7})
+    args = ([ops, other], PEAKS, 1)
+    rest = ([roofline_model_pb2.AVERAGE_STEP, roofline_model_pb2.PER_STEP], [0, 4], [2, 1])
+    pair = program_record_pair(*args, *rest)
+    want = [program_records(*args, include, *rest) for include in (True, False)]
+    assert pair[0] == want[0] and pair[1] == want[1]
+    assert pair[1]["include_infeed_outfeed"].tolist() == [False, False]
+    # The infeed (3 us, 9 us in the other) is left out of the Program only where it is one;
+    # the average divides by its 2 steps.
+    left_out = want[0]["total_time_in_us"] - want[1]["total_time_in_us"]
+    assert left_out.tolist() == ([1.5, 9.0] if with_infeed else [0.0, 0.0])
+
+
 def test_record_dicts_are_message_to_dict_of_the_messages():
     records = RecordSet.concat(
         [
@@ -210,3 +236,12 @@ def test_op_details_of_the_model_and_of_its_message_agree(tiny_stats):
     assert {d["wasted_time_us"] for d in details if d not in judged} == {0.0}
     wasted = [d["wasted_time_us"] for d in sorted(judged, key=lambda d: d["wasted_time_rank"])]
     assert wasted == sorted(wasted, reverse=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "model.py", "a<b>&\"c\"'d'", "&#x27; &amp; &lt;", "<'>" * 3, "é\u2028\n"]
+)
+def test_source_cells_escape_as_html_escape_with_apostrophes_as_xprof_writes_them(text):
+    import html
+
+    assert datatable_module._escape(text) == html.escape(text).replace("&#x27;", "&#39;")

@@ -682,18 +682,29 @@ def _added(so_far: HostsStepOps, block: _Block, keys: np.ndarray) -> HostsStepOp
     cell = lookup[group * width + keys[block.op]]
     if len(cell) and int(cell.min()) < 0:
         return None
-    once = not len(cell) or np.bincount(cell).max() <= 1
     values = {}
-    for name, sums in so_far.values.items():
-        out = sums.copy()
-        _add_rows(out, cell, block.column(name)[block.src], once)
-        values[name] = out
+    if row_for_row(cell, len(so_far.op)):  # the hosts of one program: added whole
+        for name, sums in so_far.values.items():
+            add = np.bitwise_or if sums.dtype == bool else np.add  # as _add_rows does
+            values[name] = add(sums, block.column(name)[block.src], out=np.empty_like(sums))
+    else:
+        once = not len(cell) or np.bincount(cell).max() <= 1
+        for name, sums in so_far.values.items():
+            out = sums.copy()
+            _add_rows(out, cell, block.column(name)[block.src], once)
+            values[name] = out
     totals = so_far.total_time_ps.copy()
     if block.where is None:
         totals += block.totals
     else:
         totals[block.where] += block.totals
     return replace(so_far, values=values, total_time_ps=totals)
+
+
+def row_for_row(cells: np.ndarray, rows: int) -> bool:
+    """Whether ``cells`` are the rows so far, each once and in order: the sums are then the
+    rows' sums as whole columns (the same bits as adding them cell by cell)."""
+    return len(cells) == rows and np.array_equal(cells, np.arange(rows))
 
 
 def _add_rows(out: np.ndarray, cells: np.ndarray, rows: np.ndarray, once: bool) -> None:

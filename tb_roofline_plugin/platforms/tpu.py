@@ -135,9 +135,9 @@ _OP_TABLES_LOCK = threading.Lock()
 def _shared_op_table(
     plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
 ) -> tuple[dict, np.ndarray, object]:
-    """``_op_table``, its result kept for planes with the same metadata (the columns copied:
-    each core owns its own); and what the columns were copied from (cores with the same
-    one have equal op tables; None: a table of its own)."""
+    """``_op_table``, its result kept for planes with the same metadata and shared by their
+    cores, read-only (``keyed_ops`` writes the table a host keeps); and what the columns are
+    (cores with the same one have equal op tables; None: a table of its own)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
@@ -146,13 +146,14 @@ def _shared_op_table(
     if found is None:
         found = _op_table(plane, distinct, modules)
         if key is not None:
+            for column in (*found[0].values(), found[1]):
+                column.setflags(write=False)  # shared by every core of the program
             with _OP_TABLES_LOCK:
                 _OP_TABLES[key] = found
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
     cols, rows = found
-    copied = {k: v.copy() for k, v in cols.items()}
-    return copied, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
+    return cols, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
 
 
 def _op_text(line: str, module: ModuleCosts | None, stats: dict) -> tuple[OpText, str]:
@@ -265,13 +266,19 @@ _STATIC = (
 )
 
 
-def windowed_ops(cores: list[CoreOps], by_window: bool = False) -> StepOps:
-    """Op metrics summed over cores: of whole cores, or per window (step; the cores' sums
-    hold the same windows, ``_core_windows``).
+@dataclass
+class KeyedOps:
+    """The ops of some cores as one table keyed by (program, name): ``table`` (the static
+    columns of its ``n`` ops) and each core's row in it of each of its ops."""
 
-    Ops of all cores share one table keyed by (program, name); each core's sums (per op,
-    or per (window, op) cell) are added core by core, so no per-window merging is needed.
-    """
+    n: int
+    mappings: list[np.ndarray]
+    table: dict[str, np.ndarray]
+
+
+def keyed_ops(cores: list[CoreOps]) -> KeyedOps:
+    """One table of the ops of ``cores``; a core of an op table seen before (the same
+    program) takes that core's keys."""
     keys: dict[tuple[int, str], int] = {}
     mappings: list[np.ndarray] = []
     first_with: dict[int, int] = {}  # an op table's first core (by its source)
@@ -295,6 +302,20 @@ def windowed_ops(cores: list[CoreOps], by_window: bool = False) -> StepOps:
     for c in reversed(firsts):
         for col in _STATIC:
             table[col][mappings[c]] = cores[c].ops[col]
+    return KeyedOps(n, mappings, table)
+
+
+def windowed_ops(
+    cores: list[CoreOps], by_window: bool = False, keyed: KeyedOps | None = None
+) -> StepOps:
+    """Op metrics summed over cores: of whole cores, or per window (step; the cores' sums
+    hold the same windows, ``_core_windows``); ``keyed``: ``keyed_ops(cores)`` made before.
+
+    Ops of all cores share one table keyed by (program, name); each core's sums (per op,
+    or per (window, op) cell) are added core by core, so no per-window merging is needed.
+    """
+    keyed = keyed or keyed_ops(cores)
+    n, mappings, table = keyed.n, keyed.mappings, keyed.table
     count = 1
     totals = np.zeros(1, np.int64)
     if by_window:
@@ -394,7 +415,9 @@ def tpu_op_stats(
         device_core_count=core_count,
         active_core_count=sum(1 for c in cores if c.events),
     )
-    all_db = windowed_ops([c for c in cores if c.events]).db(0)
+    with_events, with_steps = [c for c in cores if c.events], [c for c in cores if c.steps]
+    keyed = keyed_ops(with_events)  # of both sums below where they are of the same cores
+    all_db = windowed_ops(with_events, keyed=keyed).db(0)
     stats = OpStats(
         hosts=[host],
         run_env=run_env,
@@ -404,7 +427,10 @@ def tpu_op_stats(
         device=device,
     )
     stats.has_step_markers = any(c.steps for c in cores)
-    stats.steps = _intersect_steps([c for c in cores if c.steps], numbers)
+    same = len(with_steps) == len(with_events) and all(
+        a is b for a, b in zip(with_steps, with_events)
+    )
+    stats.steps = _intersect_steps(with_steps, numbers, keyed if same else None)
     stats.diagnostics = Diagnostics()
     return stats
 
@@ -442,8 +468,11 @@ def _positions_of(steps: list[tuple[int, int, int]]) -> dict[int, int]:
 SAFE_SPAN_PS = 1 << 62  # window bounds within this: end - begin cannot overflow int64
 
 
-def _intersect_steps(cores: list[CoreOps], numbers: list[int]) -> list[StepInfo]:
-    """Steps every core has, by number; each step's ops summed over cores."""
+def _intersect_steps(
+    cores: list[CoreOps], numbers: list[int], keyed: KeyedOps | None = None
+) -> list[StepInfo]:
+    """Steps every core has, by number; each step's ops summed over cores (``keyed``:
+    ``keyed_ops(cores)`` made before)."""
     if not cores:
         return []
     durations, complete = np.zeros(len(numbers), np.int64), [True] * len(numbers)
@@ -464,4 +493,5 @@ def _intersect_steps(cores: list[CoreOps], numbers: list[int]) -> list[StepInfo]
                 continue
             if _is_cut(core, core.steps[position], position == 0, position == last):
                 complete[k] = False
-    return table_steps(windowed_ops(cores, by_window=True), numbers, complete, durations)
+    ops = windowed_ops(cores, by_window=True, keyed=keyed)
+    return table_steps(ops, numbers, complete, durations)

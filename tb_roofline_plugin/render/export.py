@@ -32,15 +32,12 @@ from ..peaks.devices import CPU_HARDWARE_TYPES as _CPU_TYPES
 from ..peaks.devices import DTYPES, core_unit, device_time_words, main_memory
 from ..peaks.perf_env import CMEM_RD, CMEM_WR, HBM_RW, SRAM_WR, VMEM_RD, VMEM_WR
 from ..protos import roofline_model_pb2
-from ..roofline.classes import BOUND_WORDS, JUDGED, roofline_classes
 from ..roofline.formulas import ridge_point, safe_divide
 from ..roofline.model import RooflineModel, as_model, roofline_model, step_roofline_model
 from ..roofline.records import SOURCE_COLUMNS, RecordSet
 from ..units import GIB_PER_GB
 from ..wording import named
-from .advice import advice_lines, percent_text
 from .datatable import csv_pieces, datatable_pieces
-from .hardware import hardware_section
 from .json_text import (
     Field,
     bool_field,
@@ -61,7 +58,6 @@ from .json_text import (
     string_texts,
     table_field,
 )
-from .layers import layers_dict
 
 FORMATS = ("datatable", "json", "csv")
 ABOVE_ROOF = 1.05  # roofline efficiency past which an op's number cannot be physical
@@ -282,10 +278,18 @@ def _judged_efficiency(ops: RecordSet, no_ceiling: np.ndarray) -> np.ndarray:
 def _judged(ops: RecordSet) -> np.ndarray:
     """True for each op the roofline can judge (``roofline.classes``): an efficiency above
     the roof means something only for those."""
-    classes = roofline_classes(
+    from ..roofline.classes import JUDGED
+
+    return _classes(ops) == JUDGED
+
+
+def _classes(ops: RecordSet) -> np.ndarray:
+    """Each op's roofline class (``roofline.classes``, imported for the json alone)."""
+    from ..roofline.classes import roofline_classes
+
+    return roofline_classes(
         ops["hlo_name"], ops["hlo_category"], ops["measured_flop_rate"], ops["measured_memory_bw"]
     )
-    return classes == JUDGED
 
 
 def above_roof_warning(
@@ -305,6 +309,8 @@ def above_roof_warning(
     above = np.flatnonzero((efficiency > ABOVE_ROOF) & _judged(ops))
     if not len(above):
         return None
+    from .advice import percent_text
+
     above = above[np.argsort(-efficiency[above], kind="stable")]
     names = [
         f"{name} at {percent_text(value)}"
@@ -369,9 +375,9 @@ def _op_detail_columns(
     compute = safe_divide(ops["measured_flop_rate"], ceiling)
     memory = ops["memory_bw_relative_to_hw_limit"]
     efficiency = ops["roofline_efficiency"]
-    classes = roofline_classes(
-        ops["hlo_name"], ops["hlo_category"], ops["measured_flop_rate"], ops["measured_memory_bw"]
-    )
+    from ..roofline.classes import JUDGED
+
+    classes = _classes(ops)
     judged = classes == JUDGED
     # Python's max(a, b) / min(a, b) keep ``a`` on ties and NaN: the same values as before.
     capped = np.where(1.0 < efficiency, 1.0, efficiency)
@@ -408,6 +414,8 @@ def _op_detail_columns(
 
 def advice(model: RooflineModel, stats: OpStats, selection: Selection) -> list[dict]:
     """ "Where the time goes" of the selection (``render.advice``)."""
+    from .advice import advice_lines
+
     ops = selected_ops(model, selection)
     columns = _op_detail_columns(model, stats, selection)
     device = device_summary(stats)
@@ -746,6 +754,11 @@ def _body(
     ops: list[dict] | None = None,
     steps: list[dict] | None = None,
 ) -> dict:
+    # The json's own sections, imported here: a datatable or CSV export never loads them.
+    from ..roofline.classes import BOUND_WORDS
+    from .hardware import hardware_section
+    from .layers import layers_dict
+
     body = {
         "step": selection.label,
         "format": "tb-roofline/1",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from json.encoder import encode_basestring_ascii
 from typing import Any, Callable, NamedTuple
 
@@ -234,6 +233,11 @@ def value_text(value, indent: int | None, level: int) -> str:
     return text.replace("\n", _pad(indent, level)) if indent is not None else text
 
 
+def placeholder_id() -> str:
+    """A random name for a placeholder no profile's text holds (128 bits)."""
+    return os.urandom(16).hex()
+
+
 def dumps_pieces(document, parts: dict[tuple, str | list[str]], indent: int | None):
     """The pieces of ``json.dumps(document)`` with the value at each path of ``parts`` (keys
     or indices) replaced by its text (that value's JSON at its nesting level, one str or
@@ -245,7 +249,7 @@ def dumps_pieces(document, parts: dict[tuple, str | list[str]], indent: int | No
     tokens = {}
     originals = []
     for path, text in parts.items():
-        token = f'"tb-roofline-{uuid.uuid4().hex}"'
+        token = f'"tb-roofline-{placeholder_id()}"'
         parent = document
         for key in path[:-1]:
             parent = parent[key]

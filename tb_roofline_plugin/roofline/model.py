@@ -23,9 +23,8 @@ from ..wording import counted, numbered
 from .formulas import DatabasePeaks, safe_divide
 from .records import (
     RecordSet,
-    concat_segments,
-    db_segments,
     op_records,
+    program_record_pair,
     program_records,
     step_segments,
 )
@@ -133,29 +132,28 @@ def roofline_model(stats: OpStats) -> RooflineModel:
     cores = stats.run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
-    parts, kinds, nums = [], [], []
-    divisors = []
+    # The average's Program row, then every step's: each part's rows are summed on their
+    # own (a row's sums are its segment's alone), not copied into one.
+    per_step: list[tuple[RecordSet, RecordSet]] = []
     if average is not None:
-        parts.append(db_segments([average]))
-        kinds.append(roofline_model_pb2.AVERAGE_STEP)
-        nums.append(0)
-        divisors.append(max(len(used_steps), 1))
+        kind, divisor = roofline_model_pb2.AVERAGE_STEP, max(len(used_steps), 1)
+        per_step.append(program_record_pair([average], peaks, cores, [kind], [0], [divisor]))
     if used_steps:
-        parts.append(step_segments(used_steps))
-        kinds += [roofline_model_pb2.PER_STEP] * len(used_steps)
-        nums += [s.step_num for s in used_steps]
-        divisors += [1] * len(used_steps)
-    segments = concat_segments(parts) if parts else None
+        kinds = [roofline_model_pb2.PER_STEP] * len(used_steps)
+        nums = [s.step_num for s in used_steps]
+        segments = step_segments(used_steps)
+        per_step.append(
+            program_record_pair(segments, peaks, cores, kinds, nums, [1] * len(used_steps))
+        )
     records = []
-    for include in (True, False):
+    for at, include in enumerate((True, False)):
         records.append(
             program_records(
                 [stats.all_db], peaks, cores, include, [roofline_model_pb2.ALL], [0], [1]
             )
         )
         records.append(op_records(stats.all_db, peaks, cores, include))
-        if segments is not None:
-            records.append(program_records(segments, peaks, cores, include, kinds, nums, divisors))
+        records += [pair[at] for pair in per_step]
     hardware = hardware_records(stats, peaks)
     if hardware is not None:
         records.append(hardware)

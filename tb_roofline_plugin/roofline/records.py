@@ -147,6 +147,13 @@ def program_db(dbs: list[OpMetricsDb] | Segments, include_infeed_outfeed: bool) 
     return OpMetricsDb(**cols)
 
 
+def infeed_outfeed_counts(parts: Segments) -> bool:
+    """Whether leaving infeed/outfeed out changes a Program row of ``parts``: some row
+    summed into one (not an inner-op container) is infeed or outfeed."""
+    skip = parts.category_mask(lambda c: c in INNER_OP_CATEGORIES)
+    return bool((parts.category_mask(is_infeed_or_outfeed) & ~skip).any())
+
+
 def combine_rows(dbs: list[OpMetricsDb]) -> dict[str, np.ndarray]:
     """The rows of several dbs stacked (no merging), for per-db sums."""
     if not dbs:
@@ -409,6 +416,31 @@ def program_records(
     return _record_set(
         prog, metrics, np.asarray(record_types), include, np.asarray(step_nums), rank
     )
+
+
+def program_record_pair(
+    dbs: list[OpMetricsDb] | Segments,
+    peaks: DatabasePeaks,
+    core_count: int,
+    record_types: Sequence[int],
+    step_nums: list[int],
+    steps_divisors: list[int],
+) -> tuple[RecordSet, RecordSet]:
+    """``program_records`` with include_infeed_outfeed true and false. Where no summed row
+    is infeed or outfeed the two differ in that flag alone: summed once (a Program row per
+    step is most of a profile's records)."""
+    parts = dbs if isinstance(dbs, Segments) else db_segments(dbs)
+
+    def records(include: bool) -> RecordSet:
+        return program_records(
+            parts, peaks, core_count, include, record_types, step_nums, steps_divisors
+        )
+
+    with_io = records(True)
+    if infeed_outfeed_counts(parts):
+        return with_io, records(False)
+    flag = np.zeros(len(with_io), bool)
+    return with_io, RecordSet({**with_io.columns, "include_infeed_outfeed": flag})
 
 
 def op_records(

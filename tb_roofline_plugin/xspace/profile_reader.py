@@ -9,10 +9,10 @@ negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Callable, Union
@@ -130,18 +130,30 @@ class PlaneView:
     """
 
     def __init__(
-        self, message: xplane_lite_pb2.XPlaneLite, lines: list[LineView], rest: bytes
+        self,
+        message: xplane_lite_pb2.XPlaneLite,
+        lines: list[LineView],
+        rest: bytes,
+        shared: SharedMetadata | None = None,
+        head: xplane_lite_pb2.XPlaneLite | None = None,
     ) -> None:
         self._message = message
         self.lines = lines
-        self._rest: bytes | None = rest  # the plane's bytes without its lines
+        self._rest: bytes | None = None if shared else rest  # the bytes without the lines
+        self._shared = shared
         self._digest: bytes | None = None
+        if head is not None:  # a message shared with another plane: its own id and name
+            self.id, self.name = head.id, head.name
 
     @property
     def metadata_digest(self) -> bytes:
-        """Computed on first use (only TPU core planes are asked)."""
+        """Computed on first use (only TPU core planes are asked), once for planes that
+        share their metadata."""
         if self._digest is None:
-            self._digest = _metadata_digest(self._rest or b"")
+            if self._shared is not None:
+                self._digest = self._shared.digest()
+            else:
+                self._digest = _tail_digest(_metadata_tail(self._rest or b""))
             self._rest = None
         return self._digest
 
@@ -149,8 +161,32 @@ class PlaneView:
         return getattr(self._message, name)
 
 
-def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> PlaneView:
-    """Splits a plane's lines (field 3) from the rest, which protobuf decodes."""
+class SharedMetadata:
+    """A TPU core plane's metadata (all but its lines, id and name), decoded once for the
+    planes that have it byte for byte: the cores and hosts of one program (a pod)."""
+
+    def __init__(self, tail: bytes, message: xplane_lite_pb2.XPlaneLite) -> None:
+        self.tail = tail
+        self.message = message
+        self._digest: bytes | None = None
+
+    def digest(self) -> bytes:
+        if self._digest is None:
+            self._digest = _tail_digest(self.tail)
+        return self._digest
+
+
+SHARED_MIN_BYTES = 4096  # metadata below this is decoded as fast as compared
+_SHARED_KEPT = 4  # the metadata of the last few TPU programs read (of any file)
+_shared: list[SharedMetadata] = []
+_shared_lock = threading.Lock()
+
+
+def _plane_view(
+    buf: memoryview, start: int, end: int, base: bytes | None, shareable: bool = False
+) -> PlaneView:
+    """Splits a plane's lines (field 3) from the rest, which protobuf decodes (or, for a
+    ``shareable`` plane of metadata read before, takes decoded)."""
     split = _split(buf, start, end, 3)
     if split is not None:
         spans, rest_bytes = split
@@ -165,21 +201,57 @@ def _plane_view(buf: memoryview, start: int, end: int, base: bytes | None) -> Pl
                 rest += buf[pos:field_end]
             pos = field_end
         rest_bytes = bytes(rest)
+    at = _shareable_from(rest_bytes) if shareable else None
+    if at is not None:
+        with _shared_lock:
+            kept = list(_shared)
+        for shared in kept:  # compared in place, not copied
+            if len(shared.tail) == len(rest_bytes) - at and rest_bytes.endswith(shared.tail):
+                head = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes[:at])
+                return PlaneView(shared.message, lines, rest_bytes, shared, head)
     message = xplane_lite_pb2.XPlaneLite.FromString(rest_bytes)
-    return PlaneView(message, lines, rest_bytes)
+    if at is None:
+        return PlaneView(message, lines, rest_bytes)
+    shared = SharedMetadata(rest_bytes[at:], message)
+    with _shared_lock:
+        _shared.insert(0, shared)
+        del _shared[_SHARED_KEPT:]
+    return PlaneView(message, lines, rest_bytes, shared)
 
 
-def _metadata_digest(rest: bytes) -> bytes:
-    """A digest of a plane's fields but its lines and its leading id and name (fields 1 and
-    2, where serializers write them; elsewhere they are digested too, which only makes the
-    digest its plane's own)."""
+def _shareable_from(rest: bytes) -> int | None:
+    """Where the metadata of a plane's bytes (``rest``: without its lines) starts, if it is
+    worth sharing; None if not (small, or malformed: protobuf then says what is wrong)."""
+    if len(rest) < SHARED_MIN_BYTES:
+        return None
+    try:
+        return _head_end(rest)
+    except _WireError:
+        return None
+
+
+def _head_end(rest: bytes) -> int:
+    """Where a plane's leading id and name end (fields 1 and 2, where serializers write
+    them; elsewhere they are part of the metadata, which only makes it the plane's own)."""
     view, pos = memoryview(rest), 0
     while pos < len(view) and view[pos] in (0x08, 0x12):  # id (varint), name (bytes)
         tag = view[pos]
         value, pos = _varint(view, pos + 1, len(view))
         if tag == 0x12:
             pos += value
-    return hashlib.blake2b(view[min(pos, len(view)) :], digest_size=16).digest()
+    return min(pos, len(view))
+
+
+def _metadata_tail(rest: bytes) -> memoryview:
+    return memoryview(rest)[_head_end(rest) :]
+
+
+def _tail_digest(tail) -> bytes:
+    try:  # hashlib's own BLAKE2, without hashlib loading OpenSSL (milliseconds of start-up)
+        from _blake2 import blake2b
+    except ImportError:  # a Python built without it: hashlib's
+        from hashlib import blake2b
+    return blake2b(tail, digest_size=16).digest()
 
 
 # A plane as readers take it: decoded whole (tests, demo) or with lines read lazily.
@@ -312,7 +384,8 @@ def decode_profile(
         for name, start, end in found:
             if want(name, names):
                 base = data if isinstance(data, bytes) else None
-                profile.planes.append(_plane_view(buf, start, end, base))
+                shareable = TPU_CORE_PLANE.match(name) is not None
+                profile.planes.append(_plane_view(buf, start, end, base, shareable))
             else:
                 profile.skipped_planes.append(name)
     except (_WireError, DecodeError) as exc:
