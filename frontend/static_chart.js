@@ -256,7 +256,7 @@ function axes(svg, layout, area) {
     return t;
   };
   svg.append(
-    title(layout.xaxis.title.text, area.l + area.w / 2, area.t + area.h + 20 + size + titleSize),
+    title(layout.xaxis.title.text, area.l + area.w / 2, area.t + area.h + 16 + size + titleSize),
     title(
       layout.yaxis.title.text,
       Math.max(area.l - widest - 8 - titleSize / 2, titleSize / 2 + 1),
@@ -460,7 +460,7 @@ function legend(svg, data, layout, area, width) {
   };
   const widthOf = (group) =>
     Math.max(
-      ...group.items.map((t) => textBox(t.name, size)[0] + LEGEND_TEXT_X_PX - 20),
+      ...group.items.map((t) => textBox(t.name, size)[0] + LEGEND_TEXT_X_PX - 32),
       group.title ? textBox(group.title, size + 1)[0] + 8 : 0,
     );
   if (spec.orientation === 'h') {
@@ -492,7 +492,7 @@ function legend(svg, data, layout, area, width) {
             ) + (group.title ? LEGEND_ROW_PX : 0),
         ),
       );
-    let top = height - rows.reduce((sum, list) => sum + rowHeight(list), 0) - 4;
+    let top = height - rows.reduce((sum, list) => sum + rowHeight(list), 0) + 6;
     for (const list of rows) {
       let left = area.l;
       for (const [group, w] of list) {
