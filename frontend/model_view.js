@@ -885,6 +885,7 @@ export class ModelView {
   }
 
   redraw() {
+    if (!this.Plotly && this.rows && this.rows.length) this.drawOps(); // the first view, if up
     if (!this.Plotly || this.container.hidden || this.container.dataset.state !== 'ready') return;
     if (this.rows.length) this.drawOps();
     this.drawPrograms();
