@@ -14,9 +14,12 @@ plugin's own page, the one TensorBoard puts in the tab's iframe
 - cold: a fresh browser profile (empty HTTP and code caches), first navigation;
 - warm: the same browser profile, later navigations (HTTP cache and compiled code kept).
 
-The figure is `window.__roofline.opChartFirstPaintMs`: `performance.now()` at the op chart's
-first `plotly_afterplot`, i.e. milliseconds from the start of the navigation. Each figure is
-the median of the repeats, printed with its target (warm <= 1.0 s, cold <= 2.5 s).
+The figure is `window.__roofline.opChartFirstPaintMs`: `performance.now()` once the op chart's
+first view (drawn with its data before the chart library has run, frontend/static_chart.js)
+has been painted, i.e. milliseconds from the start of the navigation. Each figure is the
+median of the repeats, printed with its target (warm <= 1.0 s, cold <= 2.5 s); beside it,
+Plotly's own first draw of the chart (`opChartPlotlyFirstPaintMs`, its first
+`plotly_afterplot`: hover and zoom from then on), which has no target.
 `--tensorboard` also times the whole TensorBoard page (`/#roofline`, the tab in its iframe),
 from the top page's navigation, with the same targets (TensorBoard's own app loads first).
 
@@ -66,8 +69,20 @@ CLICK_TIME = """() => new Promise((resolve) => {
   resolve(true);
 })"""
 PAINTED = "() => window.__roofline && window.__roofline.opChartFirstPaintMs"
+# Both paints: the first view, then Plotly's chart (what _navigate waits for).
+BOTH_PAINTED = (
+    "() => window.__roofline && window.__roofline.opChartFirstPaintMs"
+    " && window.__roofline.opChartPlotlyFirstPaintMs"
+)
 # Marks the page keeps besides the op chart's first paint (see frontend/timing.js).
-MARKS = ("plotlyLoadedMs", "dataLoadedMs", "panelShownMs", "opChartFirstPaintMs")
+MARKS = (
+    "renderStartMs",
+    "dataLoadedMs",
+    "panelShownMs",
+    "plotlyLoadedMs",
+    "opChartPlotlyFirstPaintMs",
+    "opChartFirstPaintMs",
+)
 
 
 def _get(url: str) -> bytes:
@@ -76,11 +91,12 @@ def _get(url: str) -> bytes:
 
 
 def _navigate(page, url: str, frame_of=None) -> dict:
-    """Opens `url` and returns the page's marks (ms) once the op chart has painted."""
+    """Opens `url` and returns the page's marks (ms) once the op chart has painted, as its
+    first view and as Plotly's chart."""
     page.goto("about:blank")
     page.goto(url, wait_until="commit")
     frame = page.main_frame if frame_of is None else frame_of(page)
-    frame.wait_for_function(PAINTED, timeout=120_000)
+    frame.wait_for_function(BOTH_PAINTED, timeout=120_000)
     return frame.evaluate("({...window.__roofline})")
 
 
@@ -114,11 +130,19 @@ def measure(url: str, repeat: int, warm: int, *, top: bool = False) -> dict[str,
                     for i in range(1 + warm):
                         marks = _navigate(page, url, frame_of)
                         if top:
-                            marks["opChartFirstPaintMs"] = marks["opChartFirstPaintFromTopMs"]
+                            _from_top(marks)
                         found["cold" if i == 0 else "warm"].append(marks)
                 finally:
                     context.close()
     return found
+
+
+def _from_top(marks: dict) -> None:
+    """The iframe's marks moved to the top page's clock (its navigation's start)."""
+    shift = marks["opChartFirstPaintFromTopMs"] - marks["opChartFirstPaintMs"]
+    for mark in MARKS:
+        if marks.get(mark) is not None:
+            marks[mark] += shift
 
 
 def _report(
@@ -148,6 +172,15 @@ def _report(
             met_all &= met
             line += f"  target <= {targets[load]:.1f} s: {'met' if met else 'NOT MET'}"
         print(line)
+        plotly = [
+            m["opChartPlotlyFirstPaintMs"] for m in runs if m.get("opChartPlotlyFirstPaintMs")
+        ]
+        if plotly:
+            each = " ".join(f"{ms / 1000:.2f}" for ms in plotly)
+            print(
+                f"  {name}: op chart drawn by Plotly {statistics.median(plotly) / 1000:5.2f} s "
+                f"(median of {len(plotly)}: {each})"
+            )
         print(f"        marks (median, s from {marks_from}): {', '.join(parts)}")
     return met_all
 
@@ -298,7 +331,9 @@ def main(argv: list[str]) -> int:
             if args.tensorboard:
                 top = measure(f"{base}/#roofline", args.repeat, args.warm, top=True)
                 title = f"TensorBoard page {base}/#roofline (from the top page's navigation):"
-                ok &= _report(title, top, TARGETS_S, "the iframe's navigation", "TensorBoard page")
+                ok &= _report(
+                    title, top, TARGETS_S, "the top page's navigation", "TensorBoard page"
+                )
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -5,6 +5,9 @@ export class ApiError extends Error {}
 
 const CACHE_SIZE = 24;
 const cache = new Map(); // url -> Promise of the parsed body (successful ones only)
+// Answers of uncached routes asked for before the tab's modules arrived (early.js): url ->
+// Promise, each handed out once, to the first call that asks for the same URL.
+const primed = new Map();
 
 function url(route, params) {
   const query = new URLSearchParams(params).toString();
@@ -35,7 +38,11 @@ async function fetchJson(target, route, init = {}) {
 /** GET a JSON route; successful answers of cacheable routes are kept (LRU). */
 function getJson(route, params = {}, {cached = false} = {}) {
   const target = url(route, params);
-  if (!cached) return fetchJson(target, route);
+  if (!cached) {
+    const early = primed.get(target);
+    primed.delete(target);
+    return early || fetchJson(target, route);
+  }
   if (cache.has(target)) {
     const hit = cache.get(target);
     cache.delete(target);
@@ -54,8 +61,20 @@ const withPeaks = (params, peaks) => (peaks ? {...params, peaks} : params);
 /** The `device` parameter, only for one device (all devices keep the old URLs). */
 const withDevice = (params, device) => (device && device !== 'all' ? {...params, device} : params);
 
+/** Asks for an uncached route now; the next call for the same URL gets this answer. */
+function prime(route, params = {}) {
+  const target = url(route, params);
+  const pending = fetchJson(target, route);
+  pending.catch(() => {}); // the call that takes it sees the failure
+  primed.set(target, pending);
+  return pending;
+}
+
 export const api = {
   runs: () => getJson('runs'),
+  /** `runs` and `hosts` asked for ahead of the page's own call (early.js), kept for it. */
+  primeRuns: () => prime('runs'),
+  primeHosts: (run) => prime('hosts', {run}),
   /** What the logdir holds but is not read (stray *.xplane.pb files, misnamed traces). */
   logdirNotes: () => getJson('logdir_notes'),
   /** What the conversion of a selection is doing now (stage, time so far); never cached. */

@@ -8,6 +8,7 @@ import {PALETTE, categoryStyle, isDark} from './theme.js';
 import {baseLayout, ranges, roofTraces} from './roofs.js';
 import {boundByLabel, chartIntensity, plottable} from './model.js';
 import {identityHover} from './op_detail.js';
+import {staticFigure} from './static_chart.js';
 
 const G = 1e9;
 const MAX_MARKER_PX = 46; // diameter of the op with the most self time
@@ -572,7 +573,7 @@ async function relabel(Plotly, node) {
 /** Draws node.rooflineFigure for the chart's width (see `plot`). */
 async function draw(Plotly, node, legendHeight) {
   const figure = node.rooflineFigure;
-  const width = node.clientWidth || 800;
+  const width = chartWidth(node);
   const {layout, fit} = fitted(figure, width, node.rooflineBaseHeight, legendHeight);
   node.style.height = `${layout.height}px`;
   node.rooflineFit = {side: fit.side, width, legendHeight: fit.legendHeight};
@@ -593,6 +594,30 @@ async function draw(Plotly, node, legendHeight) {
     }
   }
   await relabel(Plotly, node);
+}
+
+/** The chart's width as Plotly takes it (its computed width, rounded). */
+function chartWidth(node) {
+  return Math.round(node.getBoundingClientRect().width) || node.clientWidth || 800;
+}
+
+/**
+ * The first view of a figure while Plotly loads: the layout `plot` will give Plotly (legend
+ * placed, labels written) drawn as a plain SVG (static_chart.js) over the chart's place,
+ * removed once Plotly has drawn under it. Drawn again on each call (the filters changed).
+ */
+export function drawStatic(node, figure) {
+  for (const pending of node.querySelectorAll(':scope > .chart-pending')) pending.remove();
+  if (!node.rooflineBaseHeight) node.rooflineBaseHeight = node.clientHeight || DEFAULT_HEIGHT_PX;
+  const width = chartWidth(node);
+  const {layout} = fitted(figure, width, node.rooflineBaseHeight);
+  node.style.height = `${layout.height}px`;
+  const holder = document.createElement('div');
+  holder.className = 'chart-static';
+  holder.append(staticFigure(withHidden(figure.data, node.rooflineHidden), layout, width));
+  for (const old of node.querySelectorAll(':scope > .chart-static')) old.remove();
+  node.append(holder);
+  return holder;
 }
 
 /**
@@ -621,6 +646,8 @@ export async function plot(Plotly, node, figure, handlers = {}, filename = 'roof
     node.on('plotly_legenddoubleclick', (event) => toggleCategory(Plotly, node, event, true));
   }
   await drawn;
+  // Plotly's chart is under the first view (drawStatic): the one chart left is Plotly's.
+  for (const first of node.querySelectorAll(':scope > .chart-static')) first.remove();
   return node;
 }
 

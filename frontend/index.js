@@ -4,12 +4,17 @@
 // chart_labels (labels on a chart, placed apart), table, pager, step_picker, filters, columns,
 // device, device_picker, export, advice and hardware (panels of the model view),
 // model/guidance (data shaping), op_detail (what an op is known by), progress (loading
-// status), api, prefetch (the neighbouring steps), state, theme, timing, format, dom, plotly.
+// status), api, early (the first view's requests, sent first), prefetch (the neighbouring
+// steps), state, theme, timing, format, dom, plotly, static_chart (a chart's first view,
+// drawn before Plotly is ready).
 //
 // No static imports: the 4.8 MB chart library starts downloading (a preload) before any other
-// module is fetched. The plugin names the plotly version in this module's URL
-// (index.js?plotly=7.1.0), so the library's URL is versioned and the browser keeps it, and its
-// compiled code, for a year.
+// module is fetched, and the first view's requests go out as soon as api.js is here. The
+// plugin names the plotly version in this module's URL (index.js?plotly=7.1.0), so the
+// library's URL is versioned and the browser keeps it, and its compiled code, for a year.
+// The library is only downloaded here: it runs (over a second of main thread the first time)
+// once the op chart's first view is on the screen (model_view.js), or when a view needs it;
+// at once when it came from the browser's cache.
 
 // Every module app.js needs, directly or not, fetched at once (modulepreload) instead of one
 // level of imports after another (tests/test_frontend_scale.py checks the list is complete).
@@ -24,6 +29,7 @@ export const MODULES = [
   'device.js',
   'device_picker.js',
   'dom.js',
+  'early.js',
   'export.js',
   'filters.js',
   'format.js',
@@ -41,6 +47,7 @@ export const MODULES = [
   'roofs.js',
   'sidebar.js',
   'state.js',
+  'static_chart.js',
   'step_picker.js',
   'table.js',
   'theme.js',
@@ -52,13 +59,20 @@ const PLOTLY_URL = PLOTLY_VERSION
   ? `./static/plotly.min.js?v=${encodeURIComponent(PLOTLY_VERSION)}`
   : './static/plotly.min.js';
 
+// The modules of the first requests (early.js), asked for before the others.
+const FIRST = ['early.js', 'api.js', 'state.js'];
+
 export async function render() {
+  const startMs = performance.now();
+  const early = import('./early.js').then(({startEarly}) => startEarly());
+  early.catch(() => {}); // the app asks again and says what failed
   const preload = document.createElement('link');
   preload.rel = 'preload';
   preload.as = 'script';
   preload.href = PLOTLY_URL;
+  const preloaded = new Promise((resolve) => preload.addEventListener('load', resolve));
   document.head.append(preload);
-  for (const name of MODULES) {
+  for (const name of [...FIRST, ...MODULES.filter((n) => !FIRST.includes(n))]) {
     const link = document.createElement('link');
     link.rel = 'modulepreload';
     link.href = `./static/${name}`;
@@ -70,16 +84,22 @@ export async function render() {
   document.head.append(style);
   document.documentElement.lang = 'en';
   document.title = 'Roofline';
-  const [{loadPlotly, usePlotlyUrl}, {startTheme}, {exposeTimings}] = await Promise.all([
+  const [{loadPlotly, usePlotlyUrl}, {startTheme}, {exposeTimings, markAt}] = await Promise.all([
     import('./plotly.js'),
     import('./theme.js'),
     import('./timing.js'),
   ]);
   exposeTimings();
+  markAt('renderStartMs', startMs);
   usePlotlyUrl(PLOTLY_URL);
-  // The chart library loads while the rest of the modules and the data do; the views draw
-  // everything else as soon as their data is there and the charts when Plotly is ready.
-  loadPlotly().catch(() => {}); // a failure is shown by the view that needs a chart
+  // From the browser's cache (its compiled code with it, a fifth of a first run), the chart
+  // library runs at once, while the modules and the data are on their way; downloaded, it
+  // waits for the op chart's first view (model_view.js).
+  preloaded.then(() => {
+    const [entry] = performance.getEntriesByName(preload.href);
+    if (entry && entry.transferSize === 0 && entry.decodedBodySize > 0)
+      loadPlotly().catch(() => {}); // a failure is shown by the view that needs a chart
+  });
   startTheme();
   const root = document.createElement('div');
   root.className = 'roofline-app';

@@ -3,7 +3,7 @@
 
 import {advicePanel} from './advice.js';
 import {api} from './api.js';
-import {opFigure, plot, programFigure} from './charts.js';
+import {drawStatic, opFigure, plot, programFigure} from './charts.js';
 import {opColumns} from './columns.js';
 import {opDetail} from './op_detail.js';
 import {devicePanel, deviceTimeText} from './device.js';
@@ -35,6 +35,24 @@ import {colors, onThemeChange} from './theme.js';
 import {markOnce, markPaint} from './timing.js';
 
 export const STEP_TABLE_PAGE = 50; // step rows of the program table per page
+// The chart library runs (over a second of main thread the first time) only once the op
+// chart's first view is on the screen, unless the data takes longer than this (a profile
+// converting): then it runs meanwhile.
+const PLOTLY_WHILE_WAITING_MS = 1500;
+const PAINT_WAIT_MS = 100; // a frame at most: a hidden page paints nothing
+
+/** Resolves once the browser has painted what is on the page now (or after PAINT_WAIT_MS). */
+function afterPaint() {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, PAINT_WAIT_MS);
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(timer);
+        resolve();
+      }, 0),
+    );
+  });
+}
 
 const isStepPoint = (p) => p.step !== 'total' && p.step !== 'average';
 const stepCount = (points) => points.filter(isStepPoint).length;
@@ -139,10 +157,12 @@ export class ModelView {
     this.selectedKey = '';
     this.boxKeys = null;
     const label = selectionLabel(sel.run, sel.host, sel.step, sel.device);
-    // Everything but the charts is drawn as soon as the data is here; the charts when the
-    // chart library (loading since the page started) is ready too.
-    const plotly = this.Plotly ? Promise.resolve(this.Plotly) : loadPlotly();
-    plotly.catch(() => {}); // said in the charts' places below
+    // Everything is drawn as soon as the data is here, the op chart as a first view
+    // (static_chart.js); the charts are Plotly's once the chart library (downloading since
+    // the page started) has run.
+    const waiting = this.Plotly
+      ? null
+      : setTimeout(() => loadPlotly().catch(() => {}), PLOTLY_WHILE_WAITING_MS);
     let data;
     let total;
     try {
@@ -153,6 +173,7 @@ export class ModelView {
         api.roofline(sel.run, sel.host, 'total', sel.peaks, sel.device),
       ]);
     } catch (err) {
+      clearTimeout(waiting);
       if (token !== this.token) return;
       this.endLoading();
       this.purge();
@@ -168,6 +189,7 @@ export class ModelView {
       );
       return;
     }
+    clearTimeout(waiting);
     if (token !== this.token) return;
     this.endLoading();
     this.shownKey = `${sel.run}\u0000${sel.host}`;
@@ -189,8 +211,12 @@ export class ModelView {
     if (this.rows.length) this.applyRows();
     this.showPrograms();
     markOnce('panelShownMs');
+    if (!this.Plotly && this.rows.length) {
+      await this.drawFirstView(token);
+      if (token !== this.token) return;
+    }
     try {
-      this.Plotly = await plotly;
+      this.Plotly = this.Plotly || (await loadPlotly());
     } catch (err) {
       if (token !== this.token) return;
       for (const node of [this.opChart, this.programChart])
@@ -212,6 +238,29 @@ export class ModelView {
     });
     prefetchNeighbours(sel, this.total);
     this.addAverageIfMissing(token);
+  }
+
+  /**
+   * The op chart's first view, before the chart library has run: the same figure drawn as a
+   * plain SVG; its paint is the op chart's first paint (Plotly's is `opChartPlotly`).
+   */
+  async drawFirstView(token) {
+    if (!this.opChart) return;
+    drawStatic(this.opChart, this.opFigure());
+    await afterPaint();
+    if (token === this.token && this.opChart.querySelector('.chart-static')) markPaint('opChart');
+  }
+
+  /** The op chart's figure for the rows shown. */
+  opFigure() {
+    return opFigure({
+      rows: this.shownRows,
+      program: this.program,
+      roofs: this.roofs,
+      colors: colors(),
+      selectedKey: this.selectedKey,
+      memory: this.memory,
+    });
   }
 
   /** Frees the charts of the previous selection (Plotly keeps window listeners otherwise). */
@@ -515,21 +564,22 @@ export class ModelView {
   }
 
   async drawOps(token = this.token) {
-    if (!this.opChart || !this.Plotly || token !== this.token) return;
-    const figure = opFigure({
-      rows: this.shownRows,
-      program: this.program,
-      roofs: this.roofs,
-      colors: colors(),
-      selectedKey: this.selectedKey,
-      memory: this.memory,
-    });
+    if (!this.opChart || token !== this.token) return;
+    const figure = this.opFigure();
+    if (!this.Plotly) {
+      // The first view is up: drawn again (the filters changed); Plotly's comes later.
+      if (this.opChart.querySelector('.chart-static')) drawStatic(this.opChart, figure);
+      return;
+    }
     await plot(
       this.Plotly,
       this.opChart,
       figure,
       {
-        plotly_afterplot: () => markPaint('opChart'),
+        plotly_afterplot: () => {
+          markPaint('opChart');
+          markPaint('opChartPlotly');
+        },
         plotly_click: (event) => {
           const point = event && event.points && event.points[0];
           const meta = point && point.data && point.data.meta;
@@ -835,6 +885,7 @@ export class ModelView {
   }
 
   redraw() {
+    if (!this.Plotly && this.rows && this.rows.length) this.drawOps(); // the first view, if up
     if (!this.Plotly || this.container.hidden || this.container.dataset.state !== 'ready') return;
     if (this.rows.length) this.drawOps();
     this.drawPrograms();

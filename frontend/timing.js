@@ -1,8 +1,11 @@
 // Paint timings, exposed on window.__roofline for tests and curious users:
 // `<chart>FirstPaintMs` is performance.now() (ms since this iframe's navigation) at the
-// chart's first `plotly_afterplot`; `<chart>FirstPaintFromTopMs` is the same moment measured
-// from the navigation of the TensorBoard page that holds the iframe; `<chart>LastPaintMs`
-// the latest one (a step switch is timed to it).
+// chart's first paint: for the op chart, its first view (static_chart.js, drawn before Plotly
+// is ready) once the browser has painted it, and Plotly's own first `plotly_afterplot` as
+// `opChartPlotlyFirstPaintMs`; `<chart>FirstPaintFromTopMs` is the same moment measured from
+// the navigation of the TensorBoard page that holds the iframe; `<chart>LastPaintMs` the
+// latest one (a step switch is timed to it). Other marks (`markOnce`): renderStartMs (our
+// first module runs), dataLoadedMs, panelShownMs, plotlyLoadedMs (the library has run).
 
 const timings = {paints: {}};
 
@@ -33,5 +36,10 @@ export function markPaint(chart) {
 
 /** Records performance.now() the first time `name` happens (e.g. plotlyLoadedMs). */
 export function markOnce(name) {
-  if (timings[name] === undefined) timings[name] = performance.now();
+  markAt(name, performance.now());
+}
+
+/** Records `ms` (a performance.now() taken earlier) as `name`, the first time. */
+export function markAt(name, ms) {
+  if (timings[name] === undefined) timings[name] = ms;
 }

@@ -26,9 +26,9 @@ def slow_convert(path, peaks=None, max_bytes=convert.DEFAULT_MAX_BYTES, device=N
     return _convert_file(path, peaks, max_bytes, device=device, on_stage=stage)
 
 
-def slow_render(self, fmt, step="total", step_list=True):
+def slow_render(self, *args, **kwargs):
     time.sleep(STAGE_S)
-    return _render(self, fmt, step, step_list)
+    return _render(self, *args, **kwargs)
 
 
 service.convert_file = slow_convert
