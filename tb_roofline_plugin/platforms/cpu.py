@@ -333,10 +333,15 @@ def cpu_ops(
         if text is not None:
             for column, value in zip(TEXT_COLUMNS, text):
                 static[column][row] = value
-    cell_work = per_exec[binned.op] * occurrences[:, None] + _extra_work(events, use, binned)
-    flops, total_bytes, written = cell_work[:, 0], cell_work[:, 1], cell_work[:, 2]
+    extra = _extra_work(events, use, binned)
+    # One contiguous column per work kind (a row of three would keep the written bytes too).
+    flops, total_bytes, written = (
+        per_exec[:, kind][binned.op] * occurrences + extra[kind] for kind in range(3)
+    )
     read = np.maximum(total_bytes - written, 0.0)
-    breakdown = np.zeros((len(binned), 3, 2))
+    # Memory spaces outer: the other spaces' zeros stay untouched pages (XLA:CPU's bytes
+    # are all HBM), a third of the (row, space, kind) array's memory.
+    breakdown = np.zeros((3, 2, len(binned))).transpose(2, 0, 1)
     breakdown[:, HBM, READ] = read
     breakdown[:, HBM, WRITE] = written
     columns = {
@@ -363,16 +368,20 @@ def cpu_ops(
     return ops, missing
 
 
-def _extra_work(events: HostEvents, use: np.ndarray, binned: Cells) -> np.ndarray:
-    """Per cell: the extra work (``HostEvents.extra_work``) of its events."""
-    out = np.zeros((len(binned), 3))
+def _extra_work(events: HostEvents, use: np.ndarray, binned: Cells) -> list:
+    """Per work kind (flops, bytes accessed, bytes written), per cell: the extra work
+    (``HostEvents.extra_work``) of its events; 0.0 for all cells when there is none."""
     if not len(events.extra_event):
-        return out
+        return [0.0, 0.0, 0.0]
     cell_of = np.full(len(use), -1, np.int64)
     cell_of[np.flatnonzero(use)] = binned.inverse
     cell = cell_of[events.extra_event]
     kept = cell >= 0
-    np.add.at(out, cell[kept], events.extra_work[kept])
+    out = []
+    for kind in range(3):
+        column = np.zeros(len(binned))
+        np.add.at(column, cell[kept], events.extra_work[kept, kind])
+        out.append(column)
     return out
 
 
