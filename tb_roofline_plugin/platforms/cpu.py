@@ -46,9 +46,11 @@ from .cpu_executions import (
     step_times,
 )
 from .host_steps import number_steps, step_roots
+from .host_sums import integer_stats
 
 CPU_DEVICE_TYPE = "CPU"
 _OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c", "device_ordinal")
+_INTEGER_STATS = ("_c", "program_id", "_p", "run_id", "device_ordinal")  # read in one pass
 END_PREFIX = "end: "  # an XLA:CPU op's end event, linked to the op by its flow id
 _NO_I64 = np.zeros(0, np.int64)
 
@@ -204,20 +206,20 @@ def read_host_parts(plane: Plane) -> _HostParts:
     wanted = [ids.get("_r"), ids.get("step_num"), ids.get("hlo_op"), ids.get("_c")]
     wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
     stats = [ids.get(name) for name in _OP_STATS]  # only the stats read here
+    integer_ids = [ids.get(name) for name in _INTEGER_STATS]
 
     def read_line(line) -> list[tuple[list, dict, list, np.ndarray]]:
         """Each piece of the line: (step roots, op columns, hlo_op values, their codes)."""
         pieces = []
         for table in line_tables(line, stats, chunk_events=HOST_CHUNK_EVENTS):
-            has_end, end_flow = table.integers(ids.get("_c"))
+            read = integer_stats(table, integer_ids)
+            (has_end, end_flow), (has_program, program), (has_flow, flow) = read[:3]
+            (has_run, run), (_, device) = read[3:]
             is_end = has_end & np.isin(table.metadata_id, end_meta)
             marks = np.isin(table.metadata_id, execute_meta)
             local, values = table.string_codes(ids.get("hlo_op"), stat_name)
             named = np.array([bool(v) for v in values] + [False], bool)[local]
-            has_program, program = table.integers(ids.get("program_id"))
             ops = np.flatnonzero(has_program & named)
-            has_flow, flow = table.integers(ids.get("_p"))
-            has_run, run = table.integers(ids.get("run_id"))
             end_ps = table.end_ps
             columns = {
                 "flow_ids": end_flow[is_end],
@@ -231,7 +233,7 @@ def read_host_parts(plane: Plane) -> _HostParts:
                 "program": program[ops].astype(np.uint64),
                 "run": run[ops],
                 "has_run": has_run[ops],
-                "device": table.integers(ids.get("device_ordinal"))[1][ops],
+                "device": device[ops],
             }
             pieces.append((step_roots(table, ids), columns, values, local[ops]))
         return pieces

@@ -1341,8 +1341,82 @@ done:
     return result;
 }
 
+/* --- XLA:CPU host sums ------------------------------------------------------------------ */
+
+PyDoc_STRVAR(host_integers_doc,
+"host_integers(stat_event, stat_id, stat_kind, stat_int, events, ids) -> (present, values)\n\n"
+"The integer stats `ids` (int64 bytes, k ids) of a decoded line's stat columns (as\n"
+"decode_line gives them: stat_event, stat_id, stat_int int64, stat_kind int8; bytes-like)\n"
+"as per-event columns, in one pass over the stats instead of one per id: present (k x\n"
+"events bool) and values (k x events int64, 0 where absent). A stat counts where its kind\n"
+"is INT; of an event's several, the last one (EventTable.integers' answer). Raises\n"
+"ValueError when the columns disagree in length or an event index is out of range.");
+
+static PyObject *host_integers(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *event_arg, *id_arg, *kind_arg, *int_arg, *ids_arg;
+    Py_ssize_t n_events;
+    if (!PyArg_ParseTuple(args, "OOOOnO", &event_arg, &id_arg, &kind_arg, &int_arg, &n_events,
+                          &ids_arg))
+        return NULL;
+    Py_buffer ev = {0}, id = {0}, kind = {0}, bits = {0}, ids = {0};
+    PyObject *result = NULL, *present = NULL, *values = NULL;
+    if (PyObject_GetBuffer(event_arg, &ev, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(id_arg, &id, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(kind_arg, &kind, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(int_arg, &bits, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(ids_arg, &ids, PyBUF_SIMPLE) < 0)
+        goto done;
+    Py_ssize_t n = kind.len, k = ids.len / 8;
+    if (n_events < 0 || ev.len != 8 * n || id.len != 8 * n || bits.len != 8 * n ||
+        ids.len % 8 != 0 || (k > 0 && n_events > PY_SSIZE_T_MAX / 8 / k)) {
+        PyErr_SetString(PyExc_ValueError, "host_integers: columns of different lengths");
+        goto done;
+    }
+    present = PyByteArray_FromStringAndSize(NULL, k * n_events);
+    values = PyByteArray_FromStringAndSize(NULL, 8 * k * n_events);
+    if (present == NULL || values == NULL) goto done;
+    uint8_t *has = (uint8_t *)PyByteArray_AS_STRING(present);
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(values);
+    memset(has, 0, (size_t)(k * n_events));
+    memset(out, 0, (size_t)(8 * k * n_events));
+    const int64_t *event = ev.buf, *stat = id.buf, *value = bits.buf, *wanted = ids.buf;
+    const int8_t *kinds = kind.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t row = 0; row < n; row++) {
+        if (kinds[row] != KIND_INT) continue;
+        int64_t e = event[row];
+        for (Py_ssize_t j = 0; j < k; j++) {
+            if (stat[row] != wanted[j]) continue;
+            if (e < 0 || e >= n_events) { bad = 1; break; }
+            has[j * n_events + e] = 1;
+            out[j * n_events + e] = value[row];
+        }
+        if (bad) break;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "host_integers: an event index is out of range");
+        goto done;
+    }
+    result = PyTuple_Pack(2, present, values);
+done:
+    Py_XDECREF(present);
+    Py_XDECREF(values);
+    if (ev.obj != NULL) PyBuffer_Release(&ev);
+    if (id.obj != NULL) PyBuffer_Release(&id);
+    if (kind.obj != NULL) PyBuffer_Release(&kind);
+    if (bits.obj != NULL) PyBuffer_Release(&bits);
+    if (ids.obj != NULL) PyBuffer_Release(&ids);
+    return result;
+}
+
+/* --- end of XLA:CPU host sums ----------------------------------------------------------- */
+
 static PyMethodDef methods[] = {
     {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
+    {"host_integers", host_integers, METH_VARARGS, host_integers_doc},
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {"split_message", split_message, METH_VARARGS, split_message_doc},
