@@ -23,7 +23,7 @@ from ..wording import counted, numbered
 from .formulas import DatabasePeaks, safe_divide
 from .records import (
     RecordSet,
-    concat_segments,
+    Segments,
     db_segments,
     op_records,
     program_records,
@@ -133,19 +133,16 @@ def roofline_model(stats: OpStats) -> RooflineModel:
     cores = stats.run_env.device_core_count
     used_steps = stats.complete_steps or stats.steps
     average = _average_db(stats, used_steps)
-    parts, kinds, nums = [], [], []
-    divisors = []
+    # (segments, record types, step numbers, divisors) of the average step and the steps,
+    # each summed on its own: joining them would copy every step's rows (sums are per db).
+    groups: list[tuple[Segments, list, list[int], list[int]]] = []
     if average is not None:
-        parts.append(db_segments([average]))
-        kinds.append(roofline_model_pb2.AVERAGE_STEP)
-        nums.append(0)
-        divisors.append(max(len(used_steps), 1))
+        kind = roofline_model_pb2.AVERAGE_STEP
+        groups.append((db_segments([average]), [kind], [0], [max(len(used_steps), 1)]))
     if used_steps:
-        parts.append(step_segments(used_steps))
-        kinds += [roofline_model_pb2.PER_STEP] * len(used_steps)
-        nums += [s.step_num for s in used_steps]
-        divisors += [1] * len(used_steps)
-    segments = concat_segments(parts) if parts else None
+        per_step = [roofline_model_pb2.PER_STEP] * len(used_steps)
+        nums = [s.step_num for s in used_steps]
+        groups.append((step_segments(used_steps), per_step, nums, [1] * len(used_steps)))
     records = []
     for include in (True, False):
         records.append(
@@ -154,7 +151,7 @@ def roofline_model(stats: OpStats) -> RooflineModel:
             )
         )
         records.append(op_records(stats.all_db, peaks, cores, include))
-        if segments is not None:
+        for segments, kinds, nums, divisors in groups:
             records.append(program_records(segments, peaks, cores, include, kinds, nums, divisors))
     hardware = hardware_records(stats, peaks)
     if hardware is not None:
