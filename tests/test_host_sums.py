@@ -158,15 +158,16 @@ def test_the_last_integer_of_an_event_counts_and_other_kinds_do_not():
 
 @compiled
 def test_host_integers_refuses_columns_that_disagree():
+    one = np.array([1], np.int64)
     with pytest.raises(ValueError, match="different lengths"):
         host_sums._wire.host_integers(
             np.zeros(2, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int8),
-            np.zeros(3, np.int64), 1, np.zeros(1, np.int64).tobytes(),
+            np.zeros(3, np.int64), one.tobytes(), [np.zeros(1, bool)], [np.zeros(1, np.int64)],
         )  # fmt: skip
     with pytest.raises(ValueError, match="out of range"):
         host_sums._wire.host_integers(
-            np.array([4], np.int64), np.array([1], np.int64), np.array([INT], np.int8),
-            np.array([1], np.int64), 2, np.array([1], np.int64).tobytes(),
+            np.array([4], np.int64), one, np.array([INT], np.int8), one, one.tobytes(),
+            [np.zeros(2, bool)], [np.zeros(2, np.int64)],
         )  # fmt: skip
 
 

@@ -23,6 +23,9 @@ except ImportError:  # built without a C compiler
     _wire = None
 
 
+MAX_STATS = 16  # stats one compiled pass reads (HOST_MAX_STATS in _wire.c)
+
+
 def compiled_host_sums() -> bool:
     """Whether the compiled pass is there (built, new enough, and not turned off)."""
     return compiled_decoder() and hasattr(_wire, "host_integers")
@@ -34,19 +37,21 @@ def integer_stats(
     """``table.integers(i)`` for each of ``stat_ids`` ((present, int64 bits) per event; an
     id of None: absent everywhere)."""
     wanted = [i for i in stat_ids if i is not None]
-    if not wanted or not compiled_host_sums():
+    if not wanted or len(wanted) > MAX_STATS or not compiled_host_sums():
         return [table.integers(i) for i in stat_ids]
     n = len(table)
-    present, values = _wire.host_integers(
+    # A column each (not one block of all): memory as EventTable.integers' would be.
+    has = [np.zeros(n, bool) for _ in wanted]
+    bits = [np.zeros(n, np.int64) for _ in wanted]
+    _wire.host_integers(
         np.ascontiguousarray(table.stat_event, np.int64),
         np.ascontiguousarray(table.stat_id, np.int64),
         np.ascontiguousarray(table.stat_kind, np.int8),
         np.ascontiguousarray(table.stat_int, np.int64),
-        n,
         np.asarray(wanted, np.int64).tobytes(),
+        has,
+        bits,
     )
-    has = np.frombuffer(present, bool).reshape(len(wanted), n)
-    bits = np.frombuffer(values, np.int64).reshape(len(wanted), n)
     out, row = [], 0
     for stat_id in stat_ids:
         if stat_id is None:
