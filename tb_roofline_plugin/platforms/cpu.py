@@ -11,6 +11,8 @@ and claim whole program executions (``cpu_executions``).
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,6 +171,25 @@ def flight_ends(
     return out
 
 
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Hands the pages of freed heap memory back to the system. A line's pieces (a few MB
+    each) live in the heap, not in pages of their own: once joined, their holes would stay
+    resident beside the joined column (on the 1 GB profile, ~0.5 GB at the peak)."""
+    if _TRIM is not None:
+        _TRIM(0)
+
+
 HOST_CHUNK_EVENTS = 1 << 18  # events of a host line read at a time (memory: one piece)
 
 
@@ -188,7 +209,12 @@ class _HostParts:
     def joined(self, name: str, empty: np.ndarray = _NO_I64) -> np.ndarray:
         """A column's pieces as one array; the pieces go (memory: the column once)."""
         parts = self.columns.pop(name, [])
-        return np.concatenate(parts, axis=-1) if parts else empty
+        if not parts:
+            return empty
+        joined = np.concatenate(parts, axis=-1)
+        del parts
+        release_freed_memory()
+        return joined
 
 
 def read_host_events(plane: Plane) -> HostEvents:
