@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arrays import unique
+
 _NO_I64 = np.zeros(0, np.int64)
 
 
@@ -35,6 +37,50 @@ def union_pieces(
     return group[starts], begin_ps[starts], np.maximum.reduceat(end_ps, starts)
 
 
+def _ranks(times_ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(times_ps, return_inverse=True)`` by a stable sort: a line's begins (and
+    nearly its ends) are sorted runs, which a merge sort takes in one pass each; the index
+    is int32 where it fits (half the memory of the per-time columns)."""
+    order = np.argsort(times_ps, kind="stable")
+    ordered = times_ps[order]
+    new = np.empty(len(ordered), bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    index = np.int32 if len(ordered) < np.iinfo(np.int32).max else np.int64
+    at = np.empty(len(ordered), index)
+    at[order] = np.cumsum(new, dtype=index) - 1
+    return ordered[new], at
+
+
+def _device_shares(begin_ps: np.ndarray, end_ps: np.ndarray, sign: np.ndarray | None) -> np.ndarray:
+    """Per span (pieces of ``sign`` -1 taken out of their event's time): the integral over
+    it of 1 / (spans running), the running count summed with the signs."""
+    times, at = _ranks(np.concatenate([begin_ps, end_ps]))
+    starts, stops = at[: len(begin_ps)], at[len(begin_ps) :]
+    del at
+    if sign is None:  # counts of whole events: integers, as the signed sums would be
+        change = np.bincount(starts, minlength=len(times)) - np.bincount(
+            stops, minlength=len(times)
+        )
+        running = np.cumsum(change)[:-1].astype(np.float64)
+    else:
+        change = np.bincount(starts, sign, len(times)) - np.bincount(stops, sign, len(times))
+        running = np.rint(np.cumsum(change)[:-1])  # events running in [times[k], times[k+1])
+    del change
+    length = np.diff(times).astype(np.float64)
+    del times
+    weight = np.divide(length, running, out=length, where=running > 0)
+    weight[running <= 0] = 0.0
+    del running
+    integral = np.empty(len(weight) + 1)
+    integral[0] = 0.0
+    np.cumsum(weight, out=integral[1:])
+    del weight
+    share = integral[stops]
+    share -= integral[starts]
+    return share if sign is None else sign * share
+
+
 def busy_shares(
     begin_ps: np.ndarray,
     end_ps: np.ndarray,
@@ -50,21 +96,17 @@ def busy_shares(
     whole ps, so never more). One sort per device.
     """
     owner, hidden_begin, hidden_end = hidden
+    devices = unique(np.asarray(device)).tolist()
+    if len(devices) == 1 and not len(owner):  # one device, no containers: no copies
+        shares = _device_shares(np.asarray(begin_ps), np.asarray(end_ps), None)
+        return np.maximum(np.floor(shares, out=shares), 0).astype(np.int64)
     shares = np.zeros(len(begin_ps))
-    for d in np.unique(device).tolist():
+    for d in devices:
         mine = np.flatnonzero(device == d)
         covered = device[owner] == d
         events = np.concatenate([mine, owner[covered]])
         begin = np.concatenate([begin_ps[mine], hidden_begin[covered]])
         end = np.concatenate([end_ps[mine], hidden_end[covered]])
         sign = np.concatenate([np.ones(len(mine)), -np.ones(int(covered.sum()))])
-        times, at = np.unique(np.concatenate([begin, end]), return_inverse=True)
-        at = at.ravel()
-        starts, stops = at[: len(begin)], at[len(begin) :]
-        change = np.bincount(starts, sign, len(times)) - np.bincount(stops, sign, len(times))
-        running = np.rint(np.cumsum(change)[:-1])  # events running in [times[k], times[k+1])
-        length = np.diff(times).astype(np.float64)
-        weight = np.divide(length, running, out=np.zeros(len(length)), where=running > 0)
-        integral = np.concatenate([[0.0], np.cumsum(weight)])
-        shares += np.bincount(events, sign * (integral[stops] - integral[starts]), len(shares))
+        shares += np.bincount(events, _device_shares(begin, end, sign), len(shares))
     return np.maximum(np.floor(shares), 0).astype(np.int64)

@@ -1273,7 +1273,8 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
             }
         }
         if (windows >= ((Py_ssize_t)1 << 31)) {
-            result = Py_NewRef(Py_None);
+            Py_INCREF(Py_None);
+    result = Py_None;
             goto done;
         }
     }
@@ -1311,7 +1312,8 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
         goto done;
     }
     if (status > 0) {
-        result = Py_NewRef(Py_None);
+        Py_INCREF(Py_None);
+    result = Py_None;
         goto done;
     }
     columns = Py_BuildValue("[LLL]", (long long)s.events, (long long)s.min_begin,
@@ -1341,8 +1343,105 @@ done:
     return result;
 }
 
+/* --- XLA:CPU host sums ------------------------------------------------------------------ */
+
+#define HOST_MAX_STATS 16 /* integer stats host_integers reads at once */
+
+PyDoc_STRVAR(host_integers_doc,
+"host_integers(stat_event, stat_id, stat_kind, stat_int, ids, present, values)\n\n"
+"Writes the integer stats `ids` (int64 bytes, k <= 16 ids) of a decoded line's stat columns\n"
+"(as decode_line gives them: stat_event, stat_id, stat_int int64, stat_kind int8;\n"
+"bytes-like) into per-event columns, in one pass over the stats instead of one per id:\n"
+"present and values are sequences of k writable columns of zeros, one per id, of the\n"
+"events' count (bool and int64). A stat counts where its kind is INT; of an event's\n"
+"several, the last one (EventTable.integers' answer). Raises ValueError when the columns\n"
+"disagree in length or an event index is out of range.");
+
+static PyObject *host_integers(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *event_arg, *id_arg, *kind_arg, *int_arg, *ids_arg, *present_arg, *values_arg;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &event_arg, &id_arg, &kind_arg, &int_arg, &ids_arg,
+                          &present_arg, &values_arg))
+        return NULL;
+    Py_buffer ev = {0}, id = {0}, kind = {0}, bits = {0}, ids = {0};
+    Py_buffer present[HOST_MAX_STATS] = {{0}}, values[HOST_MAX_STATS] = {{0}};
+    uint8_t *has[HOST_MAX_STATS];
+    int64_t *out[HOST_MAX_STATS];
+    PyObject *result = NULL, *present_seq = NULL, *values_seq = NULL;
+    Py_ssize_t k = 0;
+    if (PyObject_GetBuffer(event_arg, &ev, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(id_arg, &id, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(kind_arg, &kind, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(int_arg, &bits, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(ids_arg, &ids, PyBUF_SIMPLE) < 0)
+        goto done;
+    present_seq = PySequence_Fast(present_arg, "host_integers expects a sequence of columns");
+    values_seq = PySequence_Fast(values_arg, "host_integers expects a sequence of columns");
+    if (present_seq == NULL || values_seq == NULL) goto done;
+    Py_ssize_t n = kind.len, n_events = -1;
+    k = ids.len / 8;
+    if (ev.len != 8 * n || id.len != 8 * n || bits.len != 8 * n || ids.len % 8 != 0 ||
+        k > HOST_MAX_STATS || PySequence_Fast_GET_SIZE(present_seq) != k ||
+        PySequence_Fast_GET_SIZE(values_seq) != k) {
+        k = 0;
+        PyErr_SetString(PyExc_ValueError, "host_integers: columns of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(present_seq, j), &present[j],
+                               PyBUF_SIMPLE | PyBUF_WRITABLE) < 0 ||
+            PyObject_GetBuffer(PySequence_Fast_GET_ITEM(values_seq, j), &values[j],
+                               PyBUF_SIMPLE | PyBUF_WRITABLE) < 0)
+            goto done;
+        if (n_events < 0) n_events = present[j].len;
+        if (present[j].len != n_events || values[j].len != 8 * n_events) {
+            PyErr_SetString(PyExc_ValueError, "host_integers: columns of different lengths");
+            goto done;
+        }
+        has[j] = present[j].buf;
+        out[j] = values[j].buf;
+    }
+    const int64_t *event = ev.buf, *stat = id.buf, *value = bits.buf, *wanted = ids.buf;
+    const int8_t *kinds = kind.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t row = 0; row < n && !bad; row++) {
+        if (kinds[row] != KIND_INT) continue;
+        int64_t e = event[row];
+        for (Py_ssize_t j = 0; j < k; j++) {
+            if (stat[row] != wanted[j]) continue;
+            if (e < 0 || e >= n_events) { bad = 1; break; }
+            has[j][e] = 1;
+            out[j][e] = value[row];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "host_integers: an event index is out of range");
+        goto done;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (present[j].obj != NULL) PyBuffer_Release(&present[j]);
+        if (values[j].obj != NULL) PyBuffer_Release(&values[j]);
+    }
+    Py_XDECREF(present_seq);
+    Py_XDECREF(values_seq);
+    if (ev.obj != NULL) PyBuffer_Release(&ev);
+    if (id.obj != NULL) PyBuffer_Release(&id);
+    if (kind.obj != NULL) PyBuffer_Release(&kind);
+    if (bits.obj != NULL) PyBuffer_Release(&bits);
+    if (ids.obj != NULL) PyBuffer_Release(&ids);
+    return result;
+}
+
+/* --- end of XLA:CPU host sums ----------------------------------------------------------- */
+
 static PyMethodDef methods[] = {
     {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
+    {"host_integers", host_integers, METH_VARARGS, host_integers_doc},
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {"split_message", split_message, METH_VARARGS, split_message_doc},
