@@ -89,18 +89,6 @@ def step_segments(steps: list[StepInfo]) -> Segments:
     return Segments(rows, segment, table.total_time_ps[index], kind, table.static["category"])
 
 
-def concat_segments(parts: list[Segments]) -> Segments:
-    base = np.cumsum([0] + [len(p) for p in parts])
-    kinds = np.cumsum([0] + [len(p.categories) for p in parts])
-    return Segments(
-        {k: np.concatenate([p.rows[k] for p in parts]) for k in ROW_VALUES},
-        np.concatenate([p.segment + b for p, b in zip(parts, base)]),
-        np.concatenate([p.totals for p in parts]),
-        np.concatenate([p.kind + k for p, k in zip(parts, kinds)]),
-        np.concatenate([p.categories for p in parts]),
-    )
-
-
 def program_db(dbs: list[OpMetricsDb] | Segments, include_infeed_outfeed: bool) -> OpMetricsDb:
     """XProf's synthetic Program op of each db, one row per db.
 
