@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Iterable
 
 from .errors import RooflineError
 from .metadata import PARALLEL_MIN_MB
@@ -318,13 +319,16 @@ def _demo(args: argparse.Namespace) -> int:
         return 0
 
 
-def _write(text: str | list[str], output: str | None) -> None:
-    """Writes a text, or its pieces one after the other, to ``output`` (or stdout)."""
+def _write(text: str | Iterable[str], output: str | None) -> None:
+    """Writes a text, or its pieces one after the other as they are made, to ``output`` (or
+    stdout, ending it with a newline)."""
     pieces = [text] if isinstance(text, str) else text
-    ends_with_newline = any(pieces) and next(p for p in reversed(pieces) if p).endswith("\n")
     if output is None or output == "-":
-        sys.stdout.writelines(pieces)
-        if not ends_with_newline:
+        last = ""
+        for piece in pieces:
+            sys.stdout.write(piece)
+            last = piece or last
+        if not last.endswith("\n"):
             sys.stdout.write("\n")
         sys.stdout.flush()
         return

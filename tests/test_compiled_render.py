@@ -156,3 +156,24 @@ def test_records_text_of_every_source_shape_is_json_dumps_of_the_record_dicts(mo
         {},
         None,
     ]
+
+
+def test_a_datatables_rows_are_written_as_they_are_made(stats, monkeypatch):
+    """The export writes a datatable piece by piece: each piece of rows is made when the
+    writer asks for it, so a million-step profile never holds its whole text at once."""
+    from tb_roofline_plugin.render import datatable
+
+    monkeypatch.setattr(datatable, "ROWS_PER_PIECE", 2)
+    calls = []
+    rows = datatable.rows_text
+    monkeypatch.setattr(datatable, "rows_text", lambda *a: calls.append(a) or rows(*a))
+    model = selection_model(stats, select(stats, "total"))
+    pieces = iter(datatable.datatable_pieces(model))
+    assert calls == []  # nothing made yet
+    written = [next(pieces)]
+    while not calls:
+        written.append(next(pieces))
+    assert len(calls) == 1  # the first piece of rows only
+    written += list(pieces)
+    assert len(calls) == (len(model.records) + 1) // 2
+    assert "".join(written) == json.dumps(datatable.to_datatable(model))

@@ -10,7 +10,7 @@ by column (``json_text`` is the fast writer). ``render`` /
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from google.protobuf.descriptor import FieldDescriptor
@@ -825,7 +825,7 @@ def complete_json_pieces(
     selection: Selection | None = None,
     indent: int | None = None,
     step_list: bool = True,
-) -> list[str]:
+) -> Iterable[str]:
     """``complete_json_text`` in pieces (the big ones never joined here)."""
     selection = selection or select(stats, TOTAL)
     header = _with_plausibility(message_to_dict(model.header), model, selection, stats)
@@ -841,20 +841,21 @@ def complete_json_pieces(
     if not len(model.records):
         body["ops"] = op_details(model, stats, selection)
         return [json.dumps(body, indent=indent)]
-    parts: dict[tuple, str | list[str]] = {
+    parts: dict[tuple, str | Iterable[str]] = {
         ("database", _RECORDS_KEY): _records_pieces(model.records, indent, 2),
         ("ops",): _op_details_text(model, stats, selection, indent),
     }
     if steps is not None:
         parts[("steps",)] = steps
     pieces = dumps_pieces(body, parts, indent)
-    if pieces is None:  # a placeholder clashed with the profile's text: the slow way
-        body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
-        body["ops"] = op_details(model, stats, selection)
-        if step_list:
-            body["steps"] = step_dicts(stats.steps)
-        pieces = [json.dumps(body, indent=indent)]
-    return pieces
+    if pieces is not None:
+        return pieces
+    # A placeholder clashed with the profile's text: the slow way.
+    body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
+    body["ops"] = op_details(model, stats, selection)
+    if step_list:
+        body["steps"] = step_dicts(stats.steps)
+    return [json.dumps(body, indent=indent)]
 
 
 def selection_model(stats: OpStats, selection: Selection) -> RooflineModel:
@@ -872,7 +873,7 @@ def selection_database(
 
 def render_pieces(
     stats: OpStats, fmt: str, sources: list[str], step: str | int = TOTAL
-) -> list[str]:
+) -> Iterable[str]:
     """The text of ``stats`` in one of FORMATS, in pieces to be written one after the other
     (a big datatable is never joined in memory); ``step`` selects json records."""
     selection = select(stats, step)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from json.encoder import encode_basestring_ascii
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -238,13 +238,16 @@ def placeholder_id() -> str:
     return os.urandom(16).hex()
 
 
-def dumps_pieces(document, parts: dict[tuple, str | list[str]], indent: int | None):
+def dumps_pieces(
+    document, parts: dict[tuple, str | Iterable[str]], indent: int | None
+) -> Iterator[str] | None:
     """The pieces of ``json.dumps(document)`` with the value at each path of ``parts`` (keys
     or indices) replaced by its text (that value's JSON at its nesting level, one str or
     pieces of it); None if a placeholder is not unique in the text.
 
     The big parts are written column-wise, the small rest by ``json.dumps``; kept as pieces,
-    a big text is never copied whole to be put together.
+    a big text is never copied whole to be put together, and a part given as an iterator
+    is made piece by piece as the pieces are written (never all held at once).
     """
     tokens = {}
     originals = []
@@ -264,16 +267,23 @@ def dumps_pieces(document, parts: dict[tuple, str | list[str]], indent: int | No
     places = sorted((skeleton.find(token), token) for token in tokens)
     if any(skeleton.count(token) != 1 for token in tokens):
         return None
-    pieces, start = [], 0
+    return _spliced(skeleton, places, tokens)
+
+
+def _spliced(skeleton: str, places: list, tokens: dict) -> Iterator[str]:
+    start = 0
     for place, token in places:
         text = tokens[token]
-        pieces += [skeleton[start:place], *([text] if isinstance(text, str) else text)]
+        yield skeleton[start:place]
+        if isinstance(text, str):
+            yield text
+        else:
+            yield from text
         start = place + len(token)
-    pieces.append(skeleton[start:])
-    return pieces
+    yield skeleton[start:]
 
 
-def dumps_with(document, parts: dict[tuple, str | list[str]], indent: int | None) -> str | None:
+def dumps_with(document, parts: dict[tuple, str | Iterable[str]], indent: int | None) -> str | None:
     """``json.dumps(document)`` with the text of ``parts`` at their paths (``dumps_pieces``)."""
     pieces = dumps_pieces(document, parts, indent)
     return None if pieces is None else "".join(pieces)
