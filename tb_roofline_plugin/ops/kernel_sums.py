@@ -104,7 +104,7 @@ def compiled_kernel_sums(
                                  enumerate(out[19:23]))  # fmt: skip
     total, missing = (np.frombuffer(c, i64) for c in out[23:25])
     order = np.argsort(op_cols[0], kind="stable")
-    cell_order = np.lexsort((cells[1], cells[0]))
+    cell_order = cell_sort(cells[0], cells[1])
     return KernelSums(
         events=events,
         op=op_cols[0][order],
@@ -126,17 +126,49 @@ def compiled_kernel_sums(
     )
 
 
+def compiled_host_launches(lines: list, stat_ids: list[int | None]) -> tuple | None:
+    """``_wire.host_launches`` of the host's lines (LineViews): the step roots (step_num,
+    NaN where absent; begin; end ps) and the kernel launches (uint64 correlation id, begin
+    ps) in line and event order, as numpy columns; ``stat_ids``: of ``_r``, ``step_num`` and
+    ``correlation_id``. None without the compiled decoder or where the pass declines."""
+    if not compiled_decoder() or any(getattr(line, "raw", None) is None for line in lines):
+        return None
+    out = _wire.host_launches(
+        [line.raw for line in lines], [int(line.timestamp_ns) for line in lines], stat_ids
+    )
+    if out is None:
+        return None
+    types = (np.float64, np.int64, np.int64, np.uint64, np.int64)
+    return tuple(np.frombuffer(column, t) for column, t in zip(out, types))
+
+
 def renumbered(sums: KernelSums, final: np.ndarray) -> KernelSums:
     """The sums with op ``i`` called ``final[i]`` (a one-to-one renumbering), re-sorted."""
     op = final[sums.op]
     order = np.argsort(op, kind="stable")
     cell_op = final[sums.cell_op]
-    cell_order = np.lexsort((cell_op, sums.cell_step))
+    cell_order = cell_sort(sums.cell_step, cell_op)
     sums.op = op[order]
     sums.per_op = {k: v[order] for k, v in sums.per_op.items()}
     sums.cell_step, sums.cell_op = sums.cell_step[cell_order], cell_op[cell_order]
     sums.per_cell = {k: v[cell_order] for k, v in sums.per_cell.items()}
     return sums
+
+
+def cell_sort(step: np.ndarray, op: np.ndarray) -> np.ndarray:
+    """The order of distinct (step, op) cells sorted by step, then op: placed by key in a
+    table as long as their range (linear time; steps and ops are dense), else sorted."""
+    if not len(op):
+        return np.zeros(0, np.intp)
+    width = int(op.max()) + 1
+    keys = step * width + op
+    low = int(keys.min())
+    span = int(keys.max()) - low + 1
+    if span > 4 * len(keys) + (1 << 16):
+        return np.lexsort((op, step))
+    slot = np.full(span, -1, np.intp)
+    slot[keys - low] = np.arange(len(keys))
+    return slot[slot >= 0]
 
 
 def line_starts(line: np.ndarray, begin: np.ndarray, op: np.ndarray, kernel: np.ndarray):

@@ -1508,7 +1508,10 @@ typedef struct {
     Rows ops, cells, unattributed, planes, steps;
     Py_ssize_t *op_row, *op_latest_cell, *kernel_row, op_capacity, kernel_capacity;
     int64_t *op_latest_step;
-    Map cell_of;
+    Map cell_of;         /* (step << 32 | op) -> cell row, once the grid is too big */
+    uint32_t *grid;      /* per (step, op): its cell row + 1 (0: none yet) */
+    Py_ssize_t grid_stride;
+    int hashed;
     Py_ssize_t n_planes, only;
     Interval **intervals; /* per plane: its kernels' spans, one sorted run per line */
     Py_ssize_t *n_intervals, *interval_capacity, **run_starts, *n_runs, *runs_capacity;
@@ -1600,16 +1603,61 @@ static inline void add_kernel_sums(Rows *r, int first, Py_ssize_t row, double st
     CELL(r, first + KSUM_BYTES, double, row) += bytes;
 }
 
+/* Up to this many (step, op) slots, cells are found in a dense grid (a step's ops are few
+ * and known early), beyond through a map. */
+#define KS_DENSE_CELLS ((Py_ssize_t)1 << 24)
+
+/* The grid widened to hold op `op` (or, too big, every cell moved to the map); -1: out of
+ * memory. */
+static int widen_grid(KernelSums *s, int64_t op) {
+    Py_ssize_t stride = s->grid_stride ? s->grid_stride : 16;
+    while (stride <= op) stride *= 2;
+    if (s->windows > KS_DENSE_CELLS / stride) { /* too many: the map from now on */
+        for (Py_ssize_t row = 0; row < s->cells.count; row++) {
+            int64_t key = (CELL(&s->cells, CELL_STEP, int64_t, row) << 32) |
+                          CELL(&s->cells, CELL_OP, int64_t, row);
+            int added;
+            if (map_get(&s->cell_of, key, row, &added) < 0) return -1;
+        }
+        PyMem_RawFree(s->grid);
+        s->grid = NULL;
+        s->hashed = 1;
+        return 0;
+    }
+    uint32_t *grid = PyMem_RawCalloc((size_t)s->windows * (size_t)stride, sizeof *grid);
+    if (grid == NULL) return -1;
+    for (Py_ssize_t w = 0; s->grid != NULL && w < s->windows; w++)
+        memcpy(grid + w * stride, s->grid + w * s->grid_stride, (size_t)s->grid_stride * sizeof *grid);
+    PyMem_RawFree(s->grid);
+    s->grid = grid;
+    s->grid_stride = stride;
+    return 0;
+}
+
 /* The (step, op) cell's row, made with zero sums when new; -1: out of memory. */
 static Py_ssize_t kernel_cell(KernelSums *s, int64_t step, int64_t op) {
     if (s->op_latest_step[op] == step) return s->op_latest_cell[op];
-    int added;
-    Py_ssize_t row = map_get(&s->cell_of, (step << 32) | op, s->cells.count, &added);
-    if (row < 0) return -1;
-    if (added) {
-        if (new_row(&s->cells, CELL_SUMS, &row) < 0) return -1;
-        CELL(&s->cells, CELL_STEP, int64_t, row) = step;
-        CELL(&s->cells, CELL_OP, int64_t, row) = op;
+    if (!s->hashed && op >= s->grid_stride && widen_grid(s, op) < 0) return -1;
+    Py_ssize_t row;
+    if (!s->hashed) {
+        uint32_t *slot = &s->grid[step * s->grid_stride + op];
+        if (*slot == 0) {
+            if (s->cells.count >= (Py_ssize_t)UINT32_MAX) return -1;
+            if (new_row(&s->cells, CELL_SUMS, &row) < 0) return -1;
+            CELL(&s->cells, CELL_STEP, int64_t, row) = step;
+            CELL(&s->cells, CELL_OP, int64_t, row) = op;
+            *slot = (uint32_t)(row + 1);
+        }
+        row = (Py_ssize_t)*slot - 1;
+    } else {
+        int added;
+        row = map_get(&s->cell_of, (step << 32) | op, s->cells.count, &added);
+        if (row < 0) return -1;
+        if (added) {
+            if (new_row(&s->cells, CELL_SUMS, &row) < 0) return -1;
+            CELL(&s->cells, CELL_STEP, int64_t, row) = step;
+            CELL(&s->cells, CELL_OP, int64_t, row) = op;
+        }
     }
     s->op_latest_step[op] = step;
     s->op_latest_cell[op] = row;
@@ -2051,6 +2099,7 @@ done:
     rows_clear(&s.planes);
     rows_clear(&s.steps);
     map_free(&s.cell_of);
+    PyMem_RawFree(s.grid);
     map_free(&s.unlaunched);
     PyMem_RawFree(s.combos.slots);
     PyMem_RawFree(s.op_row);
@@ -2080,9 +2129,155 @@ done:
     return result;
 }
 
+/* The host's step markers and kernel launches (platforms/host_steps.host_markers). */
+enum { HS_ROOT, HS_STEP_NUM, HS_CORRELATION };
+
+/* A numeric stat as EventTable.numbers gives it: NaN where absent, inf absent too. */
+static double host_number(const KernelEvent *k, int j) {
+    double value;
+    if (k->kind[j] == KIND_DOUBLE) value = k->number[j];
+    else if (k->kind[j] == KIND_INT) value = (double)k->bits[j];
+    else return Py_NAN;
+    if (isinf(value)) return Py_NAN;
+    if (value > MAX_MAGNITUDE) return MAX_MAGNITUDE;
+    if (value < -MAX_MAGNITUDE) return -MAX_MAGNITUDE;
+    return value;
+}
+
+/* The roots and launches of one serialized XLine appended. 0; 1: the array path must read
+ * the lines (malformed, out of range, a stat twice in an event); -1: out of memory. */
+static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_t *end,
+                     int64_t timestamp_ns, const int64_t *ids, const int *have) {
+    Parser ps = {p, NULL, NULL, 0};
+    KernelEvent k;
+    if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
+    int64_t base_ps = timestamp_ns * 1000;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (read_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
+            continue;
+        }
+        if (read_length(&ps, &p, end, &length) < 0) return 1;
+        ps.start = p;
+        if (scan_kernel(&ps, p, p + length, ids, have, &k) < 0) return 1;
+        p += length;
+        for (int j = 0; j < 3; j++)
+            if (k.count[j] > 1) return 1;
+        if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
+        if (k.duration < 0 || k.duration > MAX_TIME_PS) return 1;
+        int64_t begin = k.offset + base_ps, stop;
+        if (__builtin_add_overflow(begin, k.duration, &stop)) return 1;
+        double step_num = host_number(&k, HS_STEP_NUM);
+        if (k.kind[HS_ROOT] == KIND_INT || !isnan(step_num)) {
+            if (rows_reserve(roots) < 0) return -1;
+            Py_ssize_t row = roots->count++;
+            CELL(roots, 0, double, row) = step_num;
+            CELL(roots, 1, int64_t, row) = begin;
+            CELL(roots, 2, int64_t, row) = stop;
+        }
+        if (k.kind[HS_CORRELATION] == KIND_INT) {
+            if (rows_reserve(launches) < 0) return -1;
+            Py_ssize_t row = launches->count++;
+            CELL(launches, 0, int64_t, row) = k.bits[HS_CORRELATION];
+            CELL(launches, 1, int64_t, row) = begin;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(host_launches_doc,
+"host_launches(lines, timestamps_ns, stat_ids)\n"
+"    -> None or (root step_num, root begin_ps, root end_ps, launch id, launch begin_ps)\n\n"
+"One pass over the events of serialized host XLines (bytes-like, each with its\n"
+"timestamp_ns); stat_ids: the ids of _r, step_num and correlation_id (or None). A root is\n"
+"an event with an integer _r or a numeric step_num (float64, NaN where absent; int64 begin\n"
+"and end); a launch one with an integer correlation_id (uint64 id, int64 begin), each in\n"
+"line and event order. None where the array path must read the lines: malformed, out of\n"
+"range, or a stat twice in an event.");
+
+static PyObject *host_launches(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *lines_arg, *stamps_arg, *ids_arg;
+    if (!PyArg_ParseTuple(args, "OOO", &lines_arg, &stamps_arg, &ids_arg)) return NULL;
+    PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
+    Py_buffer *views = NULL;
+    int64_t *stamps_ns = NULL, ids[KS_STATS] = {0};
+    int have[KS_STATS] = {0};
+    Py_ssize_t held = 0;
+    Rows roots, launches;
+    rows_init(&roots, 3, EIGHT);
+    rows_init(&launches, 2, EIGHT);
+    lines = PySequence_Fast(lines_arg, "host_launches expects a sequence of lines");
+    stamps = PySequence_Fast(stamps_arg, "host_launches expects a sequence of timestamps");
+    ids_seq = PySequence_Fast(ids_arg, "host_launches expects a sequence of stat ids");
+    if (lines == NULL || stamps == NULL || ids_seq == NULL) goto done;
+    Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
+    if (PySequence_Fast_GET_SIZE(stamps) != n_lines || PySequence_Fast_GET_SIZE(ids_seq) != 3) {
+        PyErr_SetString(PyExc_ValueError, "a timestamp per line and three stat ids");
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, k);
+        if (id == Py_None) continue;
+        ids[k] = PyLong_AsLongLong(id);
+        if (ids[k] == -1 && PyErr_Occurred()) goto done;
+        have[k] = 1;
+    }
+    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
+    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
+    if (views == NULL || stamps_ns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < n_lines; held++) {
+        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
+        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
+                               PyBUF_SIMPLE) < 0)
+            goto done;
+    }
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
+        const uint8_t *start = views[i].buf;
+        status = host_line(&roots, &launches, start, start + views[i].len, stamps_ns[i], ids,
+                           have);
+    }
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    columns = PyList_New(0);
+    if (columns == NULL || rows_take_all(&roots, columns) < 0 ||
+        rows_take_all(&launches, columns) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(stamps_ns);
+    Py_XDECREF(columns);
+    rows_clear(&roots);
+    rows_clear(&launches);
+    Py_XDECREF(lines);
+    Py_XDECREF(stamps);
+    Py_XDECREF(ids_seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
     {"kernel_sums", kernel_sums, METH_VARARGS, kernel_sums_doc},
+    {"host_launches", host_launches, METH_VARARGS, host_launches_doc},
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {"split_message", split_message, METH_VARARGS, split_message_doc},
