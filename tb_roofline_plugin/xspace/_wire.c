@@ -1356,9 +1356,61 @@ typedef struct {
     double number[KS_STATS];
 } KernelEvent;
 
+/* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
+ * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
+ * gives the same for this one). */
+static inline int varint_stat(const uint8_t *p, const uint8_t *end, Stat *out) {
+    uint64_t id = 0, bits = 0;
+    int shift = 0;
+    if (p >= end || *p++ != 0x08) return -1; /* field 1, varint */
+    for (;;) { /* at most 9 bytes: no bits past 63 to drop */
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        id |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p >= end) return -1;
+    uint8_t tag = *p++;
+    if (tag != 0x18 && tag != 0x20 && tag != 0x38) return -1; /* fields 3, 4, 7: varints */
+    shift = 0;
+    for (;;) {
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        bits |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p != end) return -1;
+    out->id = (int64_t)id;
+    out->bits = (int64_t)bits;
+    out->kind = tag == 0x38 ? KIND_REF : KIND_INT;
+    out->number = 0.0;
+    out->object = NULL;
+    out->object_length = 0;
+    return 0;
+}
+
+/* Which of the wanted stats a stat id is, for ids below STAT_SLOTS (-1: none of them). */
+#define STAT_SLOTS 256
+
+/* The wanted stats' slots of a line: `slot_of` filled and 1, or 0 where a table cannot say
+ * (an id past STAT_SLOTS, or wanted twice): then the ids are compared one by one. */
+static int stat_slots(int8_t *slot_of, const int64_t *ids, const int *have, int n) {
+    memset(slot_of, -1, STAT_SLOTS);
+    for (int j = 0; j < n; j++) {
+        if (!have[j]) continue;
+        if (ids[j] < 0 || ids[j] >= STAT_SLOTS || slot_of[ids[j]] >= 0) return 0;
+        slot_of[ids[j]] = (int8_t)j;
+    }
+    return 1;
+}
+
 static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
-                       const int *have, KernelEvent *k) {
-    memset(k, 0, sizeof *k);
+                       const int *have, const int8_t *slot_of, KernelEvent *k) {
+    memset(k->count, 0, sizeof k->count);
+    memset(k->kind, 0, sizeof k->kind);
+    k->metadata_id = k->offset = k->duration = 0;
     while (p < end) {
         uint32_t field;
         int wire;
@@ -1375,8 +1427,19 @@ static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const i
         } else if (wire == WIRE_LEN && field == 4) {
             Stat stat;
             if (read_length(ps, &p, end, &value) < 0) return -1;
-            if (scan_stat(ps, p, p + value, &stat) < 0) return -1;
+            if (varint_stat(p, p + value, &stat) < 0 && scan_stat(ps, p, p + value, &stat) < 0)
+                return -1;
             p += value;
+            if (slot_of != NULL) { /* the line's table of wanted ids */
+                int j = stat.id >= 0 && stat.id < STAT_SLOTS ? slot_of[stat.id] : -1;
+                if (j >= 0) {
+                    k->count[j]++;
+                    k->kind[j] = stat.kind;
+                    k->bits[j] = stat.bits;
+                    k->number[j] = stat.number;
+                }
+                continue;
+            }
             for (int j = 0; j < KS_STATS; j++) {
                 if (!have[j] || ids[j] != stat.id) continue;
                 k->count[j]++;
@@ -1675,6 +1738,8 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
     int64_t prev_begin = 0, prev_op = 0, run_kernel = 0;
     Py_ssize_t on_line = 0;
     KernelEvent k;
+    int8_t table[STAT_SLOTS];
+    const int8_t *slot_of = stat_slots(table, ids, have, KS_STATS) ? table : NULL;
     if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
     int64_t base_ps = timestamp_ns * 1000;
     /* The line's spans are one run of the plane's intervals. */
@@ -1705,7 +1770,7 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
         }
         if (read_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, &k) < 0) return 1;
+        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
         p += length;
         for (int j = 0; j < KS_STATS; j++)
             if (k.count[j] > 1) return 1; /* which value counts: the array path's rule */
@@ -2150,6 +2215,8 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
                      int64_t timestamp_ns, const int64_t *ids, const int *have) {
     Parser ps = {p, NULL, NULL, 0};
     KernelEvent k;
+    int8_t table[STAT_SLOTS];
+    const int8_t *slot_of = stat_slots(table, ids, have, 3) ? table : NULL;
     if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
     int64_t base_ps = timestamp_ns * 1000;
     while (p < end) {
@@ -2163,7 +2230,7 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
         }
         if (read_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, &k) < 0) return 1;
+        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
         p += length;
         for (int j = 0; j < 3; j++)
             if (k.count[j] > 1) return 1;
