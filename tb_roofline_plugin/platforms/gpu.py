@@ -7,7 +7,8 @@ the device time, and kernels without an HLO op are not op rows. Unlike XProf, an
 cost is counted once per execution, not once per kernel: on one stream, consecutive
 kernels of the same op are one execution until the execution's first kernel comes
 again (kernels A B A B are two executions, A A two). Kernels without an HLO op are
-reported. Everything per kernel is array arithmetic; Python touches only distinct ops.
+reported. Everything per kernel is one C pass over the stream lines' bytes
+(``ops.kernel_sums``) or array arithmetic; Python touches only distinct ops.
 
 Graph launches (XLA command buffers: ``cuGraphLaunch``, ``hipGraphLaunch``) run many
 kernels under the launch's one correlation id, on one or more streams. Their kernels carry
@@ -524,7 +525,17 @@ class _Attribution:
             self.rows[key] = _op_row(self.modules, program, name, tf_op)
         return self.rows[key]
 
-    def __call__(self, plane, program, hlo_kind, hlo_ref, tf_kind, tf_ref, metadata_id):
+    def __call__(
+        self,
+        plane: int,
+        program: int,
+        hlo_kind: int,
+        hlo_ref: int,
+        tf_kind: int,
+        tf_ref: int,
+        metadata_id: int,
+    ) -> tuple[int, int]:
+        """(op or -1, kernel name code) of a new key: a kind 0 is an absent stat."""
         names, metadata = self.names[plane], self.metadata[plane]
         hlo_op = names.get(hlo_ref, "") if hlo_kind else None
         tf_op = names.get(tf_ref, "") if tf_kind else None
