@@ -1356,6 +1356,36 @@ typedef struct {
     double number[KS_STATS];
 } KernelEvent;
 
+/* read_tag and read_length with the one-byte case (nearly every tag and length of a
+ * kernel or launch event) inline; the same results and errors. */
+static inline int fast_tag(Parser *ps, const uint8_t **p, const uint8_t *end, uint32_t *field,
+                           int *wire) {
+    if (*p < end && **p < 0x80) {
+        uint8_t tag = *(*p)++;
+        *field = tag >> 3;
+        *wire = tag & 7;
+        if (*field == 0) {
+            ps->error = "field number 0";
+            return -1;
+        }
+        return 0;
+    }
+    return read_tag(ps, p, end, field, wire);
+}
+
+static inline int fast_length(Parser *ps, const uint8_t **p, const uint8_t *end,
+                              uint64_t *length) {
+    if (*p < end && **p < 0x80) {
+        *length = *(*p)++;
+        if (*length > (uint64_t)(end - *p)) {
+            ps->error = "length past the end";
+            return -1;
+        }
+        return 0;
+    }
+    return read_length(ps, p, end, length);
+}
+
 /* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
  * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
  * gives the same for this one). */
@@ -1415,7 +1445,7 @@ static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const i
         uint32_t field;
         int wire;
         uint64_t value;
-        if (read_tag(ps, &p, end, &field, &wire) < 0) return -1;
+        if (fast_tag(ps, &p, end, &field, &wire) < 0) return -1;
         if (wire == WIRE_VARINT && field >= 1 && field <= 5 && field != 4) {
             if (read_varint(ps, &p, end, &value) < 0) return -1;
             switch (field) {
@@ -1426,7 +1456,7 @@ static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const i
             }
         } else if (wire == WIRE_LEN && field == 4) {
             Stat stat;
-            if (read_length(ps, &p, end, &value) < 0) return -1;
+            if (fast_length(ps, &p, end, &value) < 0) return -1;
             if (varint_stat(p, p + value, &stat) < 0 && scan_stat(ps, p, p + value, &stat) < 0)
                 return -1;
             p += value;
@@ -1763,12 +1793,12 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
         uint32_t field;
         int wire;
         uint64_t length;
-        if (read_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
         if (!(field == 4 && wire == WIRE_LEN)) {
             if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
             continue;
         }
-        if (read_length(&ps, &p, end, &length) < 0) return 1;
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
         if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
         p += length;
@@ -2223,12 +2253,12 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
         uint32_t field;
         int wire;
         uint64_t length;
-        if (read_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
         if (!(field == 4 && wire == WIRE_LEN)) {
             if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
             continue;
         }
-        if (read_length(&ps, &p, end, &length) < 0) return 1;
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
         if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
         p += length;
