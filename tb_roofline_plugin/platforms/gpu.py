@@ -7,7 +7,8 @@ the device time, and kernels without an HLO op are not op rows. Unlike XProf, an
 cost is counted once per execution, not once per kernel: on one stream, consecutive
 kernels of the same op are one execution until the execution's first kernel comes
 again (kernels A B A B are two executions, A A two). Kernels without an HLO op are
-reported. Everything per kernel is array arithmetic; Python touches only distinct ops.
+reported. Everything per kernel is one C pass over the stream lines' bytes
+(``ops.kernel_sums``) or array arithmetic; Python touches only distinct ops.
 
 Graph launches (XLA command buffers: ``cuGraphLaunch``, ``hipGraphLaunch``) run many
 kernels under the launch's one correlation id, on one or more streams. Their kernels carry
@@ -26,6 +27,13 @@ from ..arrays import unique
 from ..hlo.cost.engine import InstructionCost, ModuleCosts
 from ..hlo.text import OpText, op_text
 from ..ops.busy_shares import union_pieces
+from ..ops.kernel_sums import (
+    KERNEL_SUM_STATS,
+    KernelSums,
+    array_kernel_sums,
+    compiled_kernel_sums,
+    renumbered,
+)
 from ..ops.op_metrics import TEXT_COLUMNS, OpMetricsDb, empty_columns
 from ..ops.op_stats import OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
@@ -309,8 +317,31 @@ def aggregate(
     starts = execution_starts(kernels, op) if starts is None else starts
     use = (op >= 0) & (group >= 0)
     binned = cells(group[use], op[use], n, len(totals))
-    executions = binned.sum(starts[use].astype(np.float64))
-    time_ps = binned.sum((kernels.end_ps - kernels.begin_ps)[use])
+    return cell_step_ops(
+        table,
+        binned,
+        binned.sum(),
+        binned.sum(starts[use].astype(np.float64)),
+        binned.sum((kernels.end_ps - kernels.begin_ps)[use]),
+        _cell_sums(binned, kernels.event_flops, use),
+        _cell_sums(binned, kernels.event_bytes, use),
+        totals,
+    )
+
+
+def cell_step_ops(
+    table: OpTable,
+    binned: Cells,
+    count: np.ndarray,
+    executions: np.ndarray,
+    time_ps: np.ndarray,
+    event_flops: np.ndarray,
+    event_bytes: np.ndarray,
+    totals: np.ndarray,
+) -> StepOps:
+    """The StepOps of the (group, op) cells of ``binned`` from their kernels' sums: the
+    cost model's per-execution cost times the executions, else the events' stats."""
+    n = len(table)
     per_exec = np.array(
         [
             (c.flops, c.bytes_accessed, c.bytes_written) if c is not None else (0.0, 0.0, 0.0)
@@ -336,13 +367,11 @@ def aggregate(
     total_bytes = per_exec[:, 1] * executions
     written = per_exec[:, 2] * executions
     # XProf's fallback when the cost model has nothing: stats on the kernel events.
-    event_flops = _cell_sums(binned, kernels.event_flops, use)
-    event_bytes = _cell_sums(binned, kernels.event_bytes, use)
     flops = np.where(flops <= 0, event_flops, flops)
     from_events = (total_bytes <= 0) & (event_bytes > 0)
     total_bytes = np.where(from_events, event_bytes, total_bytes)
     written = np.where(from_events, 0.0, np.maximum(written, 0.0))
-    columns = unnested_columns(binned.sum(), time_ps, flops, total_bytes, written)
+    columns = unnested_columns(count, time_ps, flops, total_bytes, written)
     return step_ops(static, binned, columns, totals)
 
 
@@ -378,8 +407,15 @@ def unattributed_db(
     codes, names = first_seen_codes(kernel_key)
     count = np.bincount(codes)
     time_ps = np.bincount(codes, weights=(kernels.end_ps - kernels.begin_ps)[rows])
+    return unattributed_rows([labels[k] for k in names.tolist()], count, time_ps, total_ps)
+
+
+def unattributed_rows(
+    names: list[str], count: np.ndarray, time_ps: np.ndarray, total_ps: int
+) -> OpMetricsDb:
+    """The db of kernels without an HLO op: one row per name, its kernels and their time."""
     cols = empty_columns(len(names))
-    cols["name"][:] = [labels[k] for k in names.tolist()]
+    cols["name"][:] = names
     cols["category"][:] = NO_HLO_CATEGORY
     cols["occurrences"] = count.astype(np.int64)
     cols["time_ps"] = cols["self_time_ps"] = time_ps.astype(np.int64)
@@ -430,7 +466,12 @@ def gpu_op_stats(
 ) -> OpStats:
     """OpStats of the host's GPUs; ``device`` (the N of ``/device:GPU:N``, None: all) keeps
     one GPU's kernels, steps and time. Ops, executions and steps are found with every GPU's
-    kernels first, so the GPUs' figures add up to all of them."""
+    kernels first, so the GPUs' figures add up to all of them.
+
+    Profiles without TensorFlow Ops lines, and with host step markers or no steps at all,
+    are summed by ``ops.kernel_sums`` (one C pass over the lines' bytes where it can, else
+    the same sums from the kernels as arrays); the others kernel by kernel here.
+    """
     planes = profile.planes_matching(GPU_PLANE)
     with_stats = [p for p in planes if p.stats] or planes
     plane_stats = stats_dict(with_stats[0].stats, stat_names(with_stats[0]))
@@ -439,14 +480,272 @@ def gpu_op_stats(
     # One reader at a time (in threads, the pieces in flight cost more memory than they save
     # time); the file's bytes go before the kernels' columns are joined.
     markers = host_markers(profile.plane(HOST_PLANE))  # first: its temporaries, then none
-    kernel_parts = read_kernel_parts(planes)
     derived = read_derived(planes)
+    numbers = [int(m.group(1)) for p in planes if (m := GPU_PLANE.match(p.name))]
+    env = RunEnvironment(hardware_type="GPU", device_type=device_type)
+    summable = not len(derived.op) and (bool(markers.steps) or not len(derived.step_begin))
+    only = numbers.index(device) if device is not None and device in numbers else -1
+    summed = compiled_gpu_sums(planes, modules, markers, only) if summable else None
+    if summed is not None:
+        profile.done_reading()
+        return _stats_from_sums(host, env, perf_env, markers, numbers, device, *summed)
+    kernel_parts = read_kernel_parts(planes)
     profile.done_reading()
     kernels = join_kernels(*kernel_parts)
     del kernel_parts
     op, table = assign_ops(kernels, modules)
-    spans = _spans(kernels, len(planes))
-    numbers = [int(m.group(1)) for p in planes if (m := GPU_PLANE.match(p.name))]
+    if summable and not kernels.graph_kernel().any():
+        sums = array_gpu_sums(kernels, op, markers, len(planes), only)
+        return _stats_from_sums(
+            host, env, perf_env, markers, numbers, device, sums, table, kernels.kernel_names
+        )
+    return _kernel_op_stats(host, env, perf_env, markers, derived, numbers, device, kernels, op,
+                            table)  # fmt: skip
+
+
+class _Attribution:
+    """The ops of the kernels' attribution keys as ``_wire.kernel_sums`` meets them (the
+    callback, once per new key), numbered at the end as ``assign_ops`` numbers them."""
+
+    def __init__(self, planes: list[Plane], modules: dict[int, ModuleCosts]) -> None:
+        self.names = [stat_names(p) for p in planes]
+        self.metadata = [p.event_metadata for p in planes]
+        self.modules = modules
+        self.kernels: dict[str, int] = {}  # kernel name: code, in order of first appearance
+        self.hlo_ops: dict[str | None, int] = {}
+        self.tf_ops: dict[str | None, int] = {}
+        self.combos: dict[tuple, int] = {}  # (program, hlo_op, tf_op, kernel): op (-1: none)
+        self.keys: dict[tuple[int, str], int] = {}  # (program, name): op
+        self.found: list[tuple[int, str, str]] = []  # per op: (program, name, tf_op arg)
+        self.rows: dict[tuple[int, str, str], tuple | None] = {}  # _op_row, once each
+
+    def _row(self, program: int, name: str, tf_op: str) -> tuple | None:
+        key = (program, name, tf_op)
+        if key not in self.rows:
+            self.rows[key] = _op_row(self.modules, program, name, tf_op)
+        return self.rows[key]
+
+    def __call__(
+        self,
+        plane: int,
+        program: int,
+        hlo_kind: int,
+        hlo_ref: int,
+        tf_kind: int,
+        tf_ref: int,
+        metadata_id: int,
+    ) -> tuple[int, int]:
+        """(op or -1, kernel name code) of a new key: a kind 0 is an absent stat."""
+        names, metadata = self.names[plane], self.metadata[plane]
+        hlo_op = names.get(hlo_ref, "") if hlo_kind else None
+        tf_op = names.get(tf_ref, "") if tf_kind else None
+        kernel_name = metadata[metadata_id].name if metadata_id in metadata else ""
+        kernel = self.kernels.setdefault(kernel_name, len(self.kernels))
+        self.hlo_ops.setdefault(hlo_op, len(self.hlo_ops))
+        self.tf_ops.setdefault(tf_op, len(self.tf_ops))
+        program &= 0xFFFF_FFFF_FFFF_FFFF
+        combo = (program, hlo_op, tf_op, kernel)
+        op = self.combos.get(combo)
+        if op is None:
+            op = self.combos[combo] = self._op(*combo)
+        return op, kernel
+
+    def _op(self, program: int, hlo_op, tf_op, kernel: int) -> int:
+        """assign_ops' rule for one key: its (program, instruction) or framework op."""
+        if hlo_op:
+            name = hlo_op.rsplit("::", 1)[-1]
+        elif tf_op and not tf_op.startswith("XlaModule:"):
+            program, name = 0, f"{tf_op}/{list(self.kernels)[kernel]}"
+        else:
+            return -1
+        index = self.keys.get((program, name))
+        if index is None:
+            if self._row(program, name, tf_op if not hlo_op else "") is None:
+                return -1  # the same (program, name) finds no row whatever the key
+            index = self.keys[(program, name)] = len(self.found)
+            self.found.append((program, name, tf_op if not hlo_op else ""))
+        return index
+
+    def table(self) -> tuple[OpTable, np.ndarray]:
+        """The OpTable in assign_ops' order (keys sorted by program, then hlo_op, tf_op and
+        kernel name in order of first appearance), and each op's index in it."""
+        programs = {p: r for r, p in enumerate(sorted({c[0] for c in self.combos}))}
+        order = sorted(
+            self.combos,
+            key=lambda c: (programs[c[0]], self.hlo_ops[c[1]], self.tf_ops[c[2]], c[3]),
+        )
+        table = OpTable([], [], [], [], [], [], [])
+        final = np.full(len(self.found), -1, np.int64)
+        kernel_names = list(self.kernels)
+        for program, hlo_op, tf_op, kernel in order:
+            op = self.combos[(program, hlo_op, tf_op, kernel)]
+            if op < 0 or final[op] >= 0:
+                continue
+            final[op] = len(table)
+            name = hlo_op.rsplit("::", 1)[-1] if hlo_op else f"{tf_op}/{kernel_names[kernel]}"
+            row = self._row(0 if not hlo_op else program, name, tf_op if not hlo_op else "")
+            for field_name, value in zip(_OP_FIELDS, row or ()):
+                getattr(table, field_name).append(value)
+        return table, final
+
+
+def compiled_gpu_sums(
+    planes: list[Plane], modules: dict[int, ModuleCosts], markers: HostMarkers, only: int
+) -> tuple[KernelSums, OpTable, list[str]] | None:
+    """The kernels' sums from one C pass over the stream lines, their OpTable and kernel
+    names; None where the pass cannot (``ops.kernel_sums``)."""
+    lines, line_planes, line_ids = [], [], []
+    for p, plane in enumerate(planes):
+        ids = stat_ids(plane, KERNEL_SUM_STATS)
+        for line in plane.lines:
+            if not is_derived_line(line):
+                lines.append(line)
+                line_planes.append(p)
+                line_ids.append([ids.get(name) for name in KERNEL_SUM_STATS])
+    attribution = _Attribution(planes, modules)
+    sums = compiled_kernel_sums(lines, line_planes, line_ids, attribution,
+                                (markers.launch_ids, markers.launch_ps), _windows(markers),
+                                max(len(planes), 1), only)  # fmt: skip
+    if sums is None:
+        return None
+    table, final = attribution.table()
+    return renumbered(sums, final), table, list(attribution.kernels)
+
+
+def _windows(markers: HostMarkers) -> tuple[np.ndarray, np.ndarray] | None:
+    if not markers.steps:
+        return None
+    return (np.array([b for _, b, _ in markers.steps], np.int64),
+            np.array([e for _, _, e in markers.steps], np.int64))  # fmt: skip
+
+
+def array_gpu_sums(
+    kernels: Kernels, op: np.ndarray, markers: HostMarkers, planes: int, only: int
+) -> KernelSums:
+    """``compiled_gpu_sums``' sums from the kernels as arrays (no graph launches)."""
+    columns = {
+        "begin_ps": kernels.begin_ps,
+        "end_ps": kernels.end_ps,
+        "plane": kernels.plane,
+        "line": kernels.line,
+        "op": op,
+        "kernel": kernels.kernel,
+        "has_correlation": kernels.has_correlation,
+        "correlation_id": kernels.correlation_id,
+        "event_flops": kernels.event_flops,
+        "event_bytes": kernels.event_bytes,
+    }
+    launches = (markers.launch_ids, markers.launch_ps)
+    return array_kernel_sums(columns, launches, _windows(markers), max(planes, 1), only)
+
+
+def _sums_cells(step: np.ndarray, op: np.ndarray, groups: int) -> Cells:
+    """Cells of (step, op) keys already sorted by step, then op."""
+    offsets = np.searchsorted(step, np.arange(groups + 1)).astype(np.int64)
+    return Cells(step, op, np.zeros(0, np.int64), offsets)
+
+
+def _stats_from_sums(
+    host: str,
+    env: RunEnvironment,
+    perf_env,
+    markers: HostMarkers,
+    numbers: list[int],
+    device: int | None,
+    sums: KernelSums,
+    table: OpTable,
+    kernel_names: list[str],
+) -> OpStats:
+    """OpStats from the kernels' sums (``ops.kernel_sums``): what ``_kernel_op_stats``
+    makes of the kernels, for profiles without TensorFlow Ops lines or device steps."""
+    n_planes = len(numbers)
+    first, last = sums.plane_first_ps[:n_planes], sums.plane_last_ps[:n_planes]
+    spans = np.where(last >= first, last - first, 0)
+    devices = [n for n, span in zip(numbers, spans.tolist()) if span > 0]
+    check_device(device, devices)
+    only = None if device is None else numbers.index(device)
+    total = int(spans.sum()) if only is None else int(spans[only])
+    whole_cells = _sums_cells(np.zeros(len(sums.op), np.int64), sums.op, 1)
+    per_op = sums.per_op
+    whole = cell_step_ops(table, whole_cells, per_op["count"], per_op["executions"],
+                          per_op["time_ps"], per_op["event_flops"], per_op["event_bytes"],
+                          np.array([total]))  # fmt: skip
+    env.device_core_count = n_planes if only is None else 1
+    env.active_core_count = int((spans > 0).sum()) if only is None else int(spans[only] > 0)
+    unattributed = None
+    if len(sums.unattributed_kernel):
+        labels = [kernel_names[k] or "(unnamed kernel)" for k in sums.unattributed_kernel]
+        unattributed = unattributed_rows(labels, sums.unattributed_count, sums.unattributed_ps,
+                                         total)  # fmt: skip
+    stats = OpStats(
+        hosts=[host],
+        run_env=env,
+        perf_env=perf_env,
+        all_db=whole.db(0),
+        unattributed=unattributed,
+        devices=devices,
+        device=device,
+    )
+    _cost_notes(stats, table)
+    summed = sums.plane_summed_ps[:n_planes]
+    overlap = (summed - sums.plane_busy_ps[:n_planes]).astype(np.int64)
+    _overlap_note(stats, host, numbers, summed.astype(np.int64), overlap, only)
+    if markers.steps:
+        stats.has_step_markers = True
+        steps = len(markers.steps)
+        cells_of = _sums_cells(sums.cell_step, sums.cell_op, steps)
+        per_cell = sums.per_cell
+        ops = cell_step_ops(table, cells_of, per_cell["count"], per_cell["executions"],
+                            per_cell["time_ps"], per_cell["event_flops"],
+                            per_cell["event_bytes"], sums.step_total_ps)  # fmt: skip
+        starts, ends = _windows(markers) or (np.zeros(0, np.int64),) * 2
+        step_numbers = [num for num, _, _ in markers.steps]
+        stats.steps = table_steps(ops, step_numbers, sums.step_missing == 0,
+                                  (ends - starts).tolist())  # fmt: skip
+        stats.diagnostics.info.append(GPU_STEPS_INFO)
+        _unclaimed_note(stats, (sums.unclaimed, sums.unclaimed_ps))
+    return stats
+
+
+def _cost_notes(stats: OpStats, table: OpTable) -> None:
+    unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
+    stats.notes.extend(
+        f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
+    )
+
+
+def _overlap_note(stats, host, numbers, summed, overlap, only: int | None) -> None:
+    if only is not None:
+        overlap = np.where(np.arange(len(overlap)) == only, overlap, 0)
+    overlap_note = stream_overlap_note(host, numbers, summed, overlap)
+    if overlap_note:
+        stats.notes.append(overlap_note)
+
+
+def _unclaimed_note(stats: OpStats, unclaimed: tuple[int, int]) -> None:
+    if unclaimed[0]:
+        stats.notes.append(
+            f"{unclaimed[0]:,} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
+            "every step; they count in Total only."
+        )
+
+
+def _kernel_op_stats(
+    host: str,
+    env: RunEnvironment,
+    perf_env,
+    markers: HostMarkers,
+    derived: DerivedLines,
+    numbers: list[int],
+    device: int | None,
+    kernels: Kernels,
+    op: np.ndarray,
+    table: OpTable,
+) -> OpStats:
+    """OpStats from the kernels as arrays, kernel by kernel (graph launches, TensorFlow Ops
+    lines, device steps)."""
+    planes = len(numbers)
+    spans = _spans(kernels, planes)
     devices = [n for n, span in zip(numbers, spans.tolist()) if span > 0]
     check_device(device, devices)
     only = None if device is None else numbers.index(device)
@@ -455,42 +754,28 @@ def gpu_op_stats(
     starts = execution_starts(kernels, op)
     group = np.zeros(len(op), np.int64) if keep is None else np.where(keep, 0, -1)
     whole = aggregate(kernels, op, table, group, np.array([total]), starts)
+    env.device_core_count = planes if only is None else 1
+    env.active_core_count = int((spans > 0).sum()) if only is None else int(spans[only] > 0)
     stats = OpStats(
         hosts=[host],
-        run_env=RunEnvironment(
-            hardware_type="GPU",
-            device_type=device_type,
-            device_core_count=len(planes) if only is None else 1,
-            active_core_count=int((spans > 0).sum()) if only is None else int(spans[only] > 0),
-        ),
+        run_env=env,
         perf_env=perf_env,
         all_db=whole.db(0),
         unattributed=unattributed_db(kernels, op, total, derived, keep),
         devices=devices,
         device=device,
     )
-    unknown = sorted({c.note for c in table.cost if c is not None and c.unknown})
-    stats.notes.extend(
-        f"{t}: cost unknown, counted as 0 FLOPs with bytes from its shapes" for t in unknown
-    )
-    summed, overlap = stream_overlap(kernels, len(planes))
-    if only is not None:
-        overlap = np.where(np.arange(len(planes)) == only, overlap, 0)
-    overlap_note = stream_overlap_note(host, numbers, summed, overlap)
-    if overlap_note:
-        stats.notes.append(overlap_note)
+    _cost_notes(stats, table)
+    summed, overlap = stream_overlap(kernels, planes)
+    _overlap_note(stats, host, numbers, summed, overlap, only)
     if markers.steps:
         stats.has_step_markers = True
-        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, len(planes), starts, only)
+        stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, planes, starts, only)
         stats.diagnostics.info.append(GPU_STEPS_INFO)
-        if unclaimed[0]:
-            stats.notes.append(
-                f"{unclaimed[0]:,} kernels ({unclaimed[1] / 1e6:,.1f} us) were launched outside "
-                "every step; they count in Total only."
-            )
+        _unclaimed_note(stats, unclaimed)
     elif len(derived.step_begin):
         stats.has_step_markers = True
-        stats.steps = device_steps(kernels, op, table, derived, len(planes), starts, only)
+        stats.steps = device_steps(kernels, op, table, derived, planes, starts, only)
         stats.diagnostics.info.append(DEVICE_STEPS_INFO)
     return stats
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..arrays import unique
+from ..ops.kernel_sums import compiled_host_launches
 from ..ops.op_metrics import nested_in_earlier
 from ..xspace.event_table import line_tables, may_have_stats
 from ..xspace.profile_reader import Plane, stat_ids
@@ -84,13 +85,9 @@ def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
     )
 
 
-def host_markers(plane: Plane | None) -> HostMarkers:
-    markers = HostMarkers()
-    if plane is None:
-        return markers
-    ids = stat_ids(plane, MARKER_STATS)
+def _marker_parts(plane: Plane, ids: dict[str, int], wanted: list) -> tuple[list, list, list]:
+    """The step roots, launch ids and launch times of the host's lines, line by line."""
     roots, launch_ids, launch_ps = [], [], []
-    wanted = [ids.get("_r"), ids.get("step_num"), ids.get("correlation_id")]
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches
@@ -100,10 +97,29 @@ def host_markers(plane: Plane | None) -> HostMarkers:
             has_id, correlation = table.integers(ids.get("correlation_id"))
             launch_ids.append(correlation[has_id].astype(np.uint64))
             launch_ps.append(table.begin_ps[has_id])
+    return roots, launch_ids, launch_ps
+
+
+def host_markers(plane: Plane | None) -> HostMarkers:
+    markers = HostMarkers()
+    if plane is None:
+        return markers
+    ids = stat_ids(plane, MARKER_STATS)
+    wanted = [ids.get("_r"), ids.get("step_num"), ids.get("correlation_id")]
+    compiled = compiled_host_launches(plane.lines, wanted)  # one C pass, where it can
+    if compiled is not None:
+        step_num, begin, end, correlation, launched_ps = compiled
+        roots = list(zip(step_num.tolist(), begin.tolist(), end.tolist()))
+        launch_ids, launch_ps = [correlation], [launched_ps]
+    else:
+        roots, launch_ids, launch_ps = _marker_parts(plane, ids, wanted)
     markers.steps = number_steps(roots)
     if launch_ids:
+        all_ids, all_ps = np.concatenate(launch_ids), np.concatenate(launch_ps)
+        if (all_ids[1:] > all_ids[:-1]).all():  # ascending and unique already: as they are
+            markers.launch_ids, markers.launch_ps = all_ids, all_ps
+            return markers
         # The last launch of a repeated id wins: unique over the reversed arrays.
-        ids_reversed = np.concatenate(launch_ids)[::-1]
-        markers.launch_ids, first = unique(ids_reversed, return_index=True)
-        markers.launch_ps = np.concatenate(launch_ps)[::-1][first]
+        markers.launch_ids, first = unique(all_ids[::-1], return_index=True)
+        markers.launch_ps = all_ps[::-1][first]
     return markers

@@ -1439,9 +1439,1041 @@ done:
 
 /* --- end of XLA:CPU host sums ----------------------------------------------------------- */
 
+/* --- GPU kernel sums: the kernels of GPU stream lines summed per op and per (step, op) -- */
+
+/* The stats of a kernel that kernel_sums reads (the order of its stat_ids). */
+enum { KS_HLO_OP, KS_PROGRAM, KS_TF_OP, KS_CORRELATION, KS_FLOPS, KS_BYTES, KS_STATS };
+
+/* One kernel event as the wire gives it: its fields, and each wanted stat's last value and
+ * how often the event has it. */
+typedef struct {
+    int64_t metadata_id, offset, duration;
+    int count[KS_STATS];
+    int8_t kind[KS_STATS];
+    int64_t bits[KS_STATS];
+    double number[KS_STATS];
+} KernelEvent;
+
+/* read_tag and read_length with the one-byte case (nearly every tag and length of a
+ * kernel or launch event) inline; the same results and errors. */
+static inline int fast_tag(Parser *ps, const uint8_t **p, const uint8_t *end, uint32_t *field,
+                           int *wire) {
+    if (*p < end && **p < 0x80) {
+        uint8_t tag = *(*p)++;
+        *field = tag >> 3;
+        *wire = tag & 7;
+        if (*field == 0) {
+            ps->error = "field number 0";
+            return -1;
+        }
+        return 0;
+    }
+    return read_tag(ps, p, end, field, wire);
+}
+
+static inline int fast_length(Parser *ps, const uint8_t **p, const uint8_t *end,
+                              uint64_t *length) {
+    if (*p < end && **p < 0x80) {
+        *length = *(*p)++;
+        if (*length > (uint64_t)(end - *p)) {
+            ps->error = "length past the end";
+            return -1;
+        }
+        return 0;
+    }
+    return read_length(ps, p, end, length);
+}
+
+/* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
+ * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
+ * gives the same for this one). */
+static inline int varint_stat(const uint8_t *p, const uint8_t *end, Stat *out) {
+    uint64_t id = 0, bits = 0;
+    int shift = 0;
+    if (p >= end || *p++ != 0x08) return -1; /* field 1, varint */
+    for (;;) { /* at most 9 bytes: no bits past 63 to drop */
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        id |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p >= end) return -1;
+    uint8_t tag = *p++;
+    if (tag != 0x18 && tag != 0x20 && tag != 0x38) return -1; /* fields 3, 4, 7: varints */
+    shift = 0;
+    for (;;) {
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        bits |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p != end) return -1;
+    out->id = (int64_t)id;
+    out->bits = (int64_t)bits;
+    out->kind = tag == 0x38 ? KIND_REF : KIND_INT;
+    out->number = 0.0;
+    out->object = NULL;
+    out->object_length = 0;
+    return 0;
+}
+
+/* Which of the wanted stats a stat id is, for ids below STAT_SLOTS (-1: none of them). */
+#define STAT_SLOTS 256
+
+/* The wanted stats' slots of a line: `slot_of` filled and 1, or 0 where a table cannot say
+ * (an id past STAT_SLOTS, or wanted twice): then the ids are compared one by one. */
+static int stat_slots(int8_t *slot_of, const int64_t *ids, const int *have, int n) {
+    memset(slot_of, -1, STAT_SLOTS);
+    for (int j = 0; j < n; j++) {
+        if (!have[j]) continue;
+        if (ids[j] < 0 || ids[j] >= STAT_SLOTS || slot_of[ids[j]] >= 0) return 0;
+        slot_of[ids[j]] = (int8_t)j;
+    }
+    return 1;
+}
+
+static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
+                       const int *have, const int8_t *slot_of, KernelEvent *k) {
+    memset(k->count, 0, sizeof k->count);
+    memset(k->kind, 0, sizeof k->kind);
+    k->metadata_id = k->offset = k->duration = 0;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t value;
+        if (fast_tag(ps, &p, end, &field, &wire) < 0) return -1;
+        if (wire == WIRE_VARINT && field >= 1 && field <= 5 && field != 4) {
+            if (read_varint(ps, &p, end, &value) < 0) return -1;
+            switch (field) {
+            case 1: k->metadata_id = (int64_t)value; break;
+            case 2: k->offset = (int64_t)value; break; /* oneof data: num_occurrences clears */
+            case 3: k->duration = (int64_t)value; break;
+            case 5: k->offset = 0; break;
+            }
+        } else if (wire == WIRE_LEN && field == 4) {
+            Stat stat;
+            if (fast_length(ps, &p, end, &value) < 0) return -1;
+            if (varint_stat(p, p + value, &stat) < 0 && scan_stat(ps, p, p + value, &stat) < 0)
+                return -1;
+            p += value;
+            if (slot_of != NULL) { /* the line's table of wanted ids */
+                int j = stat.id >= 0 && stat.id < STAT_SLOTS ? slot_of[stat.id] : -1;
+                if (j >= 0) {
+                    k->count[j]++;
+                    k->kind[j] = stat.kind;
+                    k->bits[j] = stat.bits;
+                    k->number[j] = stat.number;
+                }
+                continue;
+            }
+            for (int j = 0; j < KS_STATS; j++) {
+                if (!have[j] || ids[j] != stat.id) continue;
+                k->count[j]++;
+                k->kind[j] = stat.kind;
+                k->bits[j] = stat.bits;
+                k->number[j] = stat.number;
+            }
+        } else {
+            if (skip_field(ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* A numeric stat as EventTable.numbers then nan_to_num give it: 0 where absent or not a
+ * number, inf absent, clipped to +-MAX_MAGNITUDE. */
+static double kernel_number(const KernelEvent *k, int j) {
+    double value;
+    if (k->kind[j] == KIND_DOUBLE) value = k->number[j];
+    else if (k->kind[j] == KIND_INT) value = (double)k->bits[j];
+    else return 0.0;
+    if (isnan(value) || isinf(value)) return 0.0;
+    if (value > MAX_MAGNITUDE) return MAX_MAGNITUDE;
+    if (value < -MAX_MAGNITUDE) return -MAX_MAGNITUDE;
+    return value;
+}
+
+/* What attributes a kernel: its plane, program, hlo_op and tf_op refs, and metadata id. */
+typedef struct {
+    int64_t plane, program, hlo_kind, hlo, tf_kind, tf, metadata;
+} ComboKey;
+
+typedef struct {
+    ComboKey key;
+    int64_t op, kernel; /* the op (-1: none) and the kernel name's code, from Python */
+    int used;
+} Combo;
+
+typedef struct {
+    Combo *slots;
+    Py_ssize_t capacity, count;
+} ComboMap;
+
+static inline uint64_t combo_hash(const ComboKey *k) {
+    uint64_t h = mix64((uint64_t)k->plane + 0x9e3779b97f4a7c15ULL);
+    h = mix64(h ^ (uint64_t)k->program);
+    h = mix64(h ^ ((uint64_t)k->hlo_kind << 56) ^ (uint64_t)k->hlo);
+    h = mix64(h ^ ((uint64_t)k->tf_kind << 56) ^ (uint64_t)k->tf);
+    return mix64(h ^ (uint64_t)k->metadata);
+}
+
+static Combo *combo_slot(ComboMap *m, const ComboKey *key) {
+    Py_ssize_t mask = m->capacity - 1, i = (Py_ssize_t)(combo_hash(key) & (uint64_t)mask);
+    while (m->slots[i].used && memcmp(&m->slots[i].key, key, sizeof *key) != 0)
+        i = (i + 1) & mask;
+    return &m->slots[i];
+}
+
+/* Room for one more combo (grown at half full); -1: out of memory. */
+static int combo_reserve(ComboMap *m) {
+    if (m->slots != NULL && 2 * (m->count + 1) <= m->capacity) return 0;
+    Py_ssize_t capacity = m->capacity ? 2 * m->capacity : 256;
+    ComboMap bigger = {PyMem_RawCalloc((size_t)capacity, sizeof(Combo)), capacity, m->count};
+    if (bigger.slots == NULL) return -1;
+    for (Py_ssize_t k = 0; k < m->capacity; k++)
+        if (m->slots[k].used) *combo_slot(&bigger, &m->slots[k].key) = m->slots[k];
+    PyMem_RawFree(m->slots);
+    *m = bigger;
+    return 0;
+}
+
+/* The first index of sorted a[0..n) whose value is >= key (upper: > key), galloped from
+ * `hint` (the last answer: along a line, launches and steps mostly move forward). */
+#define GALLOP(name, type, before)                                                          \
+    static Py_ssize_t name(const type *a, Py_ssize_t n, type key, Py_ssize_t hint) {        \
+        Py_ssize_t lo, hi, probe, step = 1;                                                 \
+        if (hint < 0) hint = 0;                                                             \
+        if (hint > n) hint = n;                                                             \
+        if (hint < n && before(a[hint], key)) {                                             \
+            lo = hint + 1;                                                                  \
+            probe = lo;                                                                     \
+            while (probe < n && before(a[probe], key)) {                                    \
+                lo = probe + 1;                                                             \
+                probe = lo + step;                                                          \
+                step *= 2;                                                                  \
+            }                                                                               \
+            hi = probe < n ? probe : n;                                                     \
+        } else {                                                                            \
+            hi = hint;                                                                      \
+            probe = hi - 1;                                                                 \
+            while (probe >= 0 && !before(a[probe], key)) {                                  \
+                hi = probe;                                                                 \
+                probe = hi - step;                                                          \
+                step *= 2;                                                                  \
+            }                                                                               \
+            lo = probe < 0 ? 0 : probe + 1;                                                 \
+        }                                                                                   \
+        while (lo < hi) {                                                                   \
+            Py_ssize_t mid = lo + (hi - lo) / 2;                                            \
+            if (before(a[mid], key)) lo = mid + 1;                                          \
+            else hi = mid;                                                                  \
+        }                                                                                   \
+        return lo;                                                                          \
+    }
+#define KS_LESS(x, key) ((x) < (key))
+#define KS_NOT_AFTER(x, key) ((x) <= (key))
+GALLOP(lower_bound_u64, uint64_t, KS_LESS)
+GALLOP(upper_bound_i64, int64_t, KS_NOT_AFTER)
+
+typedef struct {
+    int64_t begin, end;
+} Interval;
+
+/* Output columns (each 8 bytes a row). */
+enum { OP_ID, OP_SUMS };                 /* per op: op, then the KSUM_* sums */
+enum { CELL_STEP, CELL_OP, CELL_SUMS };  /* per (step, op) cell */
+enum { KSUM_COUNT, KSUM_EXECUTIONS, KSUM_TIME, KSUM_FLOPS, KSUM_BYTES, KSUM_N };
+enum { UN_KERNEL, UN_COUNT, UN_TIME };   /* kernels without an op, by kernel name */
+enum { PL_FIRST, PL_LAST, PL_SUMMED, PL_BUSY };
+enum { ST_TOTAL, ST_MISSING };
+static const Py_ssize_t EIGHT[] = {8, 8, 8, 8, 8, 8, 8, 8};
+
+/* What kernel_sums keeps while it walks the lines. */
+typedef struct {
+    PyObject *attribute;   /* Python: (plane, program, hlo kind, hlo, tf kind, tf, metadata)
+                              -> (op, kernel code), once per new combo */
+    PyThreadState *thread; /* the GIL is released but for those calls */
+    ComboMap combos;
+    Rows ops, cells, unattributed, planes, steps;
+    Py_ssize_t *op_row, *op_latest_cell, *kernel_row, op_capacity, kernel_capacity;
+    int64_t *op_latest_step;
+    Map cell_of;         /* (step << 32 | op) -> cell row, once the grid is too big */
+    uint32_t *grid;      /* per (step, op): its cell row + 1 (0: none yet) */
+    Py_ssize_t grid_stride;
+    int hashed;
+    Py_ssize_t n_planes, only;
+    Interval **intervals; /* per plane: its kernels' spans, one sorted run per line */
+    Py_ssize_t *n_intervals, *interval_capacity, **run_starts, *n_runs, *runs_capacity;
+    const uint64_t *launch_ids;
+    const int64_t *launch_ps;
+    Py_ssize_t n_launches, launch_hint, window_hint;
+    uint8_t *ran; /* per launch: a kernel carries its id */
+    Map unlaunched; /* correlation ids of kernels no launch has */
+    const int64_t *win_begin, *win_end;
+    Py_ssize_t windows;
+    int64_t *cell_first, *cell_last; /* per (step, plane) */
+    uint8_t *cell_used;
+    int64_t events, unclaimed;
+    uint64_t unclaimed_ps;
+} KernelSums;
+
+/* Grows a per-code index array (entries -1) to hold `code`; -1: out of memory. */
+static int grow_index(Py_ssize_t **index, Py_ssize_t *capacity, Py_ssize_t code) {
+    if (code < *capacity) return 0;
+    Py_ssize_t size = *capacity ? 2 * *capacity : 256;
+    while (size <= code) size *= 2;
+    Py_ssize_t *bigger = PyMem_RawRealloc(*index, (size_t)size * sizeof *bigger);
+    if (bigger == NULL) return -1;
+    for (Py_ssize_t k = *capacity; k < size; k++) bigger[k] = -1;
+    *index = bigger;
+    *capacity = size;
+    return 0;
+}
+
+/* Grows the per-op arrays to hold `op`; -1: out of memory. */
+static int grow_ops(KernelSums *s, int64_t op) {
+    if (op < s->op_capacity) return 0;
+    Py_ssize_t size = s->op_capacity ? 2 * s->op_capacity : 256;
+    while (size <= op) size *= 2;
+    Py_ssize_t *row = PyMem_RawRealloc(s->op_row, (size_t)size * sizeof *row);
+    if (row != NULL) s->op_row = row;
+    Py_ssize_t *cell = PyMem_RawRealloc(s->op_latest_cell, (size_t)size * sizeof *cell);
+    if (cell != NULL) s->op_latest_cell = cell;
+    int64_t *step = PyMem_RawRealloc(s->op_latest_step, (size_t)size * sizeof *step);
+    if (step != NULL) s->op_latest_step = step;
+    if (row == NULL || cell == NULL || step == NULL) return -1;
+    for (Py_ssize_t k = s->op_capacity; k < size; k++) row[k] = cell[k] = step[k] = -1;
+    s->op_capacity = size;
+    return 0;
+}
+
+/* The op and kernel code of a combo, asking Python for a new one. 0; 1: Python failed
+ * (its error set); -1: out of memory. */
+static int attribute_kernel(KernelSums *s, const ComboKey *key, int64_t *op, int64_t *kernel) {
+    Combo *slot = combo_slot(&s->combos, key);
+    if (slot->used) {
+        *op = slot->op;
+        *kernel = slot->kernel;
+        return 0;
+    }
+    if (combo_reserve(&s->combos) < 0) return -1;
+    slot = combo_slot(&s->combos, key);
+    PyEval_RestoreThread(s->thread);
+    PyObject *answer = PyObject_CallFunction(s->attribute, "LLLLLLL", (long long)key->plane,
+                                             (long long)key->program, (long long)key->hlo_kind,
+                                             (long long)key->hlo, (long long)key->tf_kind,
+                                             (long long)key->tf, (long long)key->metadata);
+    long long got_op = -1, got_kernel = -1;
+    int failed = answer == NULL || !PyArg_ParseTuple(answer, "LL", &got_op, &got_kernel);
+    if (!failed && (got_op < -1 || got_op >= ((long long)1 << 31) || got_kernel < 0 ||
+                    got_kernel >= ((long long)1 << 31))) {
+        PyErr_SetString(PyExc_ValueError, "attribute: op or kernel code out of range");
+        failed = 1;
+    }
+    Py_XDECREF(answer);
+    s->thread = PyEval_SaveThread();
+    if (failed) return 1;
+    slot->key = *key;
+    slot->op = got_op;
+    slot->kernel = got_kernel;
+    slot->used = 1;
+    s->combos.count++;
+    *op = got_op;
+    *kernel = got_kernel;
+    return 0;
+}
+
+static inline void add_kernel_sums(Rows *r, int first, Py_ssize_t row, double start,
+                                   int64_t duration, double flops, double bytes) {
+    CELL(r, first + KSUM_COUNT, double, row) += 1.0;
+    CELL(r, first + KSUM_EXECUTIONS, double, row) += start;
+    CELL(r, first + KSUM_TIME, double, row) += (double)duration;
+    CELL(r, first + KSUM_FLOPS, double, row) += flops;
+    CELL(r, first + KSUM_BYTES, double, row) += bytes;
+}
+
+/* Up to this many (step, op) slots, cells are found in a dense grid (a step's ops are few
+ * and known early), beyond through a map. */
+#define KS_DENSE_CELLS ((Py_ssize_t)1 << 24)
+
+/* The grid widened to hold op `op` (or, too big, every cell moved to the map); -1: out of
+ * memory. */
+static int widen_grid(KernelSums *s, int64_t op) {
+    Py_ssize_t stride = s->grid_stride ? s->grid_stride : 16;
+    while (stride <= op) stride *= 2;
+    if (s->windows > KS_DENSE_CELLS / stride) { /* too many: the map from now on */
+        for (Py_ssize_t row = 0; row < s->cells.count; row++) {
+            int64_t key = (CELL(&s->cells, CELL_STEP, int64_t, row) << 32) |
+                          CELL(&s->cells, CELL_OP, int64_t, row);
+            int added;
+            if (map_get(&s->cell_of, key, row, &added) < 0) return -1;
+        }
+        PyMem_RawFree(s->grid);
+        s->grid = NULL;
+        s->hashed = 1;
+        return 0;
+    }
+    uint32_t *grid = PyMem_RawCalloc((size_t)s->windows * (size_t)stride, sizeof *grid);
+    if (grid == NULL) return -1;
+    for (Py_ssize_t w = 0; s->grid != NULL && w < s->windows; w++)
+        memcpy(grid + w * stride, s->grid + w * s->grid_stride, (size_t)s->grid_stride * sizeof *grid);
+    PyMem_RawFree(s->grid);
+    s->grid = grid;
+    s->grid_stride = stride;
+    return 0;
+}
+
+/* The (step, op) cell's row, made with zero sums when new; -1: out of memory. */
+static Py_ssize_t kernel_cell(KernelSums *s, int64_t step, int64_t op) {
+    if (s->op_latest_step[op] == step) return s->op_latest_cell[op];
+    if (!s->hashed && op >= s->grid_stride && widen_grid(s, op) < 0) return -1;
+    Py_ssize_t row;
+    if (!s->hashed) {
+        uint32_t *slot = &s->grid[step * s->grid_stride + op];
+        if (*slot == 0) {
+            if (s->cells.count >= (Py_ssize_t)UINT32_MAX) return -1;
+            if (new_row(&s->cells, CELL_SUMS, &row) < 0) return -1;
+            CELL(&s->cells, CELL_STEP, int64_t, row) = step;
+            CELL(&s->cells, CELL_OP, int64_t, row) = op;
+            *slot = (uint32_t)(row + 1);
+        }
+        row = (Py_ssize_t)*slot - 1;
+    } else {
+        int added;
+        row = map_get(&s->cell_of, (step << 32) | op, s->cells.count, &added);
+        if (row < 0) return -1;
+        if (added) {
+            if (new_row(&s->cells, CELL_SUMS, &row) < 0) return -1;
+            CELL(&s->cells, CELL_STEP, int64_t, row) = step;
+            CELL(&s->cells, CELL_OP, int64_t, row) = op;
+        }
+    }
+    s->op_latest_step[op] = step;
+    s->op_latest_cell[op] = row;
+    return row;
+}
+
+/* Sums the kernels of one serialized XLine of GPU plane `plane`. 0: done; 1: the array path
+ * must do the lines (malformed, out of range, out of time order, a stat given twice, a
+ * string-valued hlo_op or tf_op, kernels sharing a correlation id: graph launches); 2: the
+ * attribute callback raised; -1: out of memory. */
+static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
+                           int64_t timestamp_ns, Py_ssize_t plane, const int64_t *ids,
+                           const int *have) {
+    Parser ps = {p, NULL, NULL, 0};
+    int64_t prev_begin = 0, prev_op = 0, run_kernel = 0;
+    Py_ssize_t on_line = 0;
+    KernelEvent k;
+    int8_t table[STAT_SLOTS];
+    const int8_t *slot_of = stat_slots(table, ids, have, KS_STATS) ? table : NULL;
+    if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
+    int64_t base_ps = timestamp_ns * 1000;
+    /* The line's spans are one run of the plane's intervals. */
+    if (s->n_runs[plane] == s->runs_capacity[plane]) {
+        Py_ssize_t capacity = s->runs_capacity[plane] ? 2 * s->runs_capacity[plane] : 16;
+        Py_ssize_t *bigger = PyMem_RawRealloc(s->run_starts[plane], (size_t)capacity * sizeof *bigger);
+        if (bigger == NULL) return -1;
+        s->run_starts[plane] = bigger;
+        s->runs_capacity[plane] = capacity;
+    }
+    s->run_starts[plane][s->n_runs[plane]++] = s->n_intervals[plane];
+    Py_ssize_t expected = s->n_intervals[plane] + (end - p) / 32 + 16;
+    if (expected > s->interval_capacity[plane]) {
+        Interval *room = PyMem_RawRealloc(s->intervals[plane], (size_t)expected * sizeof *room);
+        if (room == NULL) return -1;
+        s->intervals[plane] = room;
+        s->interval_capacity[plane] = expected;
+    }
+    int keep = s->only < 0 || s->only == plane;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
+            continue;
+        }
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
+        ps.start = p;
+        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
+        p += length;
+        for (int j = 0; j < KS_STATS; j++)
+            if (k.count[j] > 1) return 1; /* which value counts: the array path's rule */
+        if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
+        if (k.duration < 0 || k.duration > MAX_TIME_PS) return 1;
+        int64_t begin = k.offset + base_ps, stop;
+        if (__builtin_add_overflow(begin, k.duration, &stop)) return 1;
+        if (on_line > 0 && begin < prev_begin) return 1; /* out of time order */
+
+        /* Its op, from its attribution key. */
+        ComboKey key = {plane, 0, 0, 0, 0, 0, k.metadata_id};
+        if (k.kind[KS_PROGRAM] == KIND_INT) key.program = k.bits[KS_PROGRAM];
+        for (int j = 0; j < 2; j++) {
+            int stat = j == 0 ? KS_HLO_OP : KS_TF_OP;
+            if (k.kind[stat] == KIND_STR) return 1; /* strings: the array path */
+            if (k.kind[stat] != KIND_REF) continue; /* absent (other kinds: absent too) */
+            if (j == 0) {
+                key.hlo_kind = KIND_REF;
+                key.hlo = k.bits[stat];
+            } else {
+                key.tf_kind = KIND_REF;
+                key.tf = k.bits[stat];
+            }
+        }
+        int64_t op, kernel;
+        int status = attribute_kernel(s, &key, &op, &kernel);
+        if (status != 0) return status > 0 ? 2 : -1;
+        if (op >= 0 && grow_ops(s, op) < 0) return -1;
+        /* Does it start an execution of its op (execution_starts, per line in time order)? */
+        double start = 1.0;
+        if (on_line == 0 || op != prev_op) run_kernel = kernel;
+        else start = kernel == run_kernel ? 1.0 : 0.0;
+        prev_op = op;
+        prev_begin = begin;
+        on_line++;
+
+        /* Its launch, and the step the launch is in. */
+        int has_correlation = k.kind[KS_CORRELATION] == KIND_INT;
+        uint64_t correlation = (uint64_t)k.bits[KS_CORRELATION];
+        Py_ssize_t slot = -1;
+        if (has_correlation) {
+            Py_ssize_t at = lower_bound_u64(s->launch_ids, s->n_launches, correlation,
+                                            s->launch_hint);
+            s->launch_hint = at;
+            if (at < s->n_launches && s->launch_ids[at] == correlation) {
+                slot = at;
+                if (s->ran[slot]) return 1; /* a second kernel of the launch: a graph */
+                s->ran[slot] = 1;
+            } else {
+                int added;
+                if (map_get(&s->unlaunched, (int64_t)correlation, 0, &added) < 0) return -1;
+                if (!added) return 1;
+            }
+        }
+        double flops = kernel_number(&k, KS_FLOPS), bytes = kernel_number(&k, KS_BYTES);
+
+        /* The whole profile's sums, the plane's time and spans. */
+        if (keep && op >= 0) {
+            Py_ssize_t row = s->op_row[op];
+            if (row < 0) {
+                if (new_row(&s->ops, OP_SUMS, &row) < 0) return -1;
+                CELL(&s->ops, OP_ID, int64_t, row) = op;
+                s->op_row[op] = row;
+            }
+            add_kernel_sums(&s->ops, OP_SUMS, row, start, k.duration, flops, bytes);
+        }
+        if (keep && op < 0) {
+            if (grow_index(&s->kernel_row, &s->kernel_capacity, kernel) < 0) return -1;
+            Py_ssize_t row = s->kernel_row[kernel];
+            if (row < 0) {
+                if (new_row(&s->unattributed, UN_COUNT, &row) < 0) return -1;
+                CELL(&s->unattributed, UN_KERNEL, int64_t, row) = kernel;
+                s->kernel_row[kernel] = row;
+            }
+            CELL(&s->unattributed, UN_COUNT, double, row) += 1.0;
+            CELL(&s->unattributed, UN_TIME, double, row) += (double)k.duration;
+        }
+        int64_t *first = &CELL(&s->planes, PL_FIRST, int64_t, plane);
+        int64_t *last = &CELL(&s->planes, PL_LAST, int64_t, plane);
+        if (begin < *first) *first = begin;
+        if (stop > *last) *last = stop;
+        CELL(&s->planes, PL_SUMMED, double, plane) += (double)k.duration;
+        if (s->n_intervals[plane] == s->interval_capacity[plane]) {
+            Py_ssize_t capacity = 2 * s->interval_capacity[plane] + 16;
+            Interval *bigger = PyMem_RawRealloc(s->intervals[plane], (size_t)capacity * sizeof *bigger);
+            if (bigger == NULL) return -1;
+            s->intervals[plane] = bigger;
+            s->interval_capacity[plane] = capacity;
+        }
+        s->intervals[plane][s->n_intervals[plane]++] = (Interval){begin, stop};
+        s->events++;
+
+        /* Its step (gpu_steps): the one its launch is in. */
+        if (s->win_begin == NULL) continue;
+        int64_t step = -1;
+        if (slot >= 0) {
+            int64_t launch = s->launch_ps[slot];
+            Py_ssize_t after = upper_bound_i64(s->win_begin, s->windows, launch, s->window_hint);
+            s->window_hint = after;
+            if (after > 0 && launch < s->win_end[after - 1]) step = after - 1;
+        }
+        if (!keep) continue;
+        if (step < 0) {
+            s->unclaimed++;
+            s->unclaimed_ps += (uint64_t)k.duration;
+            continue;
+        }
+        Py_ssize_t at = step * s->n_planes + plane;
+        if (!s->cell_used[at] || begin < s->cell_first[at]) s->cell_first[at] = begin;
+        if (!s->cell_used[at] || stop > s->cell_last[at]) s->cell_last[at] = stop;
+        s->cell_used[at] = 1;
+        if (op < 0) continue;
+        Py_ssize_t cell = kernel_cell(s, step, op);
+        if (cell < 0) return -1;
+        add_kernel_sums(&s->cells, CELL_SUMS, cell, start, k.duration, flops, bytes);
+    }
+    return 0;
+}
+
+/* The union of a plane's spans (stream_overlap's busy time): its runs merged into one
+ * sorted run, then swept; each piece's length added in time order. -1: out of memory. */
+static int busy_time(KernelSums *s, Py_ssize_t plane) {
+    Interval *a = s->intervals[plane];
+    Py_ssize_t n = s->n_intervals[plane], runs = s->n_runs[plane];
+    Py_ssize_t *bounds = s->run_starts[plane];
+    if (n == 0) return 0;
+    Interval *other = PyMem_RawMalloc((size_t)n * sizeof *other);
+    Py_ssize_t *next = PyMem_RawMalloc((size_t)(runs + 1) * sizeof *next);
+    if (other == NULL || next == NULL) {
+        PyMem_RawFree(other);
+        PyMem_RawFree(next);
+        return -1;
+    }
+    while (runs > 1) { /* merge neighbouring runs, ties from the earlier run first */
+        Py_ssize_t merged = 0;
+        for (Py_ssize_t r = 0; r < runs; r += 2) {
+            Py_ssize_t x = bounds[r], mid = r + 1 < runs ? bounds[r + 1] : n;
+            Py_ssize_t stop = r + 2 < runs ? bounds[r + 2] : n, y = mid, k = x;
+            next[merged++] = x;
+            while (x < mid && y < stop) other[k++] = a[y].begin < a[x].begin ? a[y++] : a[x++];
+            while (x < mid) other[k++] = a[x++];
+            while (y < stop) other[k++] = a[y++];
+        }
+        Interval *swap = a;
+        a = other;
+        other = swap;
+        memcpy(bounds, next, (size_t)merged * sizeof *bounds);
+        runs = merged;
+    }
+    double busy = 0.0;
+    int64_t piece_begin = a[0].begin, reach = a[0].end;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (a[i].begin > reach) { /* touching spans make one piece */
+            busy += (double)(reach - piece_begin);
+            piece_begin = a[i].begin;
+            reach = a[i].end;
+        } else if (a[i].end > reach) {
+            reach = a[i].end;
+        }
+    }
+    busy += (double)(reach - piece_begin);
+    CELL(&s->planes, PL_BUSY, double, plane) = busy;
+    /* Whichever buffer holds the result, the other goes. */
+    PyMem_RawFree(other);
+    s->intervals[plane] = a;
+    PyMem_RawFree(next);
+    return 0;
+}
+
+PyDoc_STRVAR(kernel_sums_doc,
+"kernel_sums(lines, timestamps_ns, planes, stat_ids, attribute, launch_ids, launch_ps,\n"
+"            window_begin, window_end, n_planes, only)\n"
+"    -> None or (events, unclaimed, unclaimed_ps, op columns..., cell columns...,\n"
+"                unattributed columns..., plane columns..., step columns...)\n\n"
+"One pass over the kernels of the GPU stream lines (bytes-like, each with its\n"
+"timestamp_ns and plane index < n_planes; stat_ids per line: the ids of hlo_op,\n"
+"program_id, tf_op, correlation_id, flops, bytes_accessed or None). attribute(plane,\n"
+"program_id, hlo kind, hlo ref, tf kind, tf ref, metadata_id) -> (op or -1, kernel name\n"
+"code) is called once per new combination (kind 3: a ref, 0: absent). A kernel's launch\n"
+"is the one with its correlation id (launch_ids: uint64 bytes, ascending; launch_ps:\n"
+"int64); its step the window holding the launch (window_begin/_end: int64 bytes,\n"
+"ascending; None: no steps). only: the one plane kept (-1: all). Sums are float64 added\n"
+"in kernel order: per op (op, count, executions, time, flops, bytes: kernels of `only`\n"
+"with an op), per (step, op) cell likewise, per kernel code without an op (code, count,\n"
+"time), per plane (first begin, last end: int64; summed time and busy time, the union),\n"
+"per step (device time, launches without a kernel: int64). None where the array path must\n"
+"do the lines: malformed, out of range or out of time order, a stat twice in an event,\n"
+"string hlo_op/tf_op values, or kernels sharing a correlation id (graph launches).");
+
+static PyObject *kernel_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *lines_arg, *stamps_arg, *planes_arg, *ids_arg, *attribute;
+    PyObject *launch_ids_arg, *launch_ps_arg, *begin_arg, *end_arg;
+    Py_ssize_t n_planes, only;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnn", &lines_arg, &stamps_arg, &planes_arg, &ids_arg,
+                          &attribute, &launch_ids_arg, &launch_ps_arg, &begin_arg, &end_arg,
+                          &n_planes, &only))
+        return NULL;
+    PyObject *lines = NULL, *stamps = NULL, *planes = NULL, *ids_seq = NULL, *result = NULL;
+    PyObject *columns = NULL;
+    Py_buffer li = {0}, lp = {0}, wb = {0}, we = {0}, *views = NULL;
+    int64_t *stamps_ns = NULL, (*line_ids)[KS_STATS] = NULL;
+    int (*line_have)[KS_STATS] = NULL;
+    Py_ssize_t *line_plane = NULL, held = 0;
+    KernelSums s;
+    memset(&s, 0, sizeof s);
+    s.attribute = attribute;
+    if (n_planes < 1 || n_planes > ((Py_ssize_t)1 << 20) || only >= n_planes) {
+        PyErr_SetString(PyExc_ValueError, "n_planes out of range, or only not below it");
+        return NULL;
+    }
+    s.n_planes = n_planes;
+    s.only = only < 0 ? -1 : only;
+    lines = PySequence_Fast(lines_arg, "kernel_sums expects a sequence of lines");
+    stamps = PySequence_Fast(stamps_arg, "kernel_sums expects a sequence of timestamps");
+    planes = PySequence_Fast(planes_arg, "kernel_sums expects a sequence of planes");
+    ids_seq = PySequence_Fast(ids_arg, "kernel_sums expects a sequence of stat ids");
+    if (lines == NULL || stamps == NULL || planes == NULL || ids_seq == NULL) goto done;
+    Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
+    if (PySequence_Fast_GET_SIZE(stamps) != n_lines || PySequence_Fast_GET_SIZE(planes) != n_lines ||
+        PySequence_Fast_GET_SIZE(ids_seq) != n_lines) {
+        PyErr_SetString(PyExc_ValueError, "a timestamp, plane and stat ids per line");
+        goto done;
+    }
+    if (PyObject_GetBuffer(launch_ids_arg, &li, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(launch_ps_arg, &lp, PyBUF_SIMPLE) < 0)
+        goto done;
+    if (li.len != lp.len || li.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "launch_ids and launch_ps: 8 bytes each, same length");
+        goto done;
+    }
+    s.launch_ids = li.buf;
+    s.launch_ps = lp.buf;
+    s.n_launches = li.len / 8;
+    for (Py_ssize_t k = 1; k < s.n_launches; k++) {
+        if (s.launch_ids[k] <= s.launch_ids[k - 1]) {
+            PyErr_SetString(PyExc_ValueError, "launch_ids is not ascending and unique");
+            goto done;
+        }
+    }
+    if (begin_arg != Py_None) {
+        if (PyObject_GetBuffer(begin_arg, &wb, PyBUF_SIMPLE) < 0 ||
+            PyObject_GetBuffer(end_arg, &we, PyBUF_SIMPLE) < 0)
+            goto done;
+        if (wb.len != we.len || wb.len % 8) {
+            PyErr_SetString(PyExc_ValueError, "window_begin and window_end: int64, same length");
+            goto done;
+        }
+        s.windows = wb.len / 8;
+        s.win_begin = wb.buf;
+        s.win_end = we.buf;
+        for (Py_ssize_t k = 1; k < s.windows; k++) {
+            if (s.win_begin[k] < s.win_begin[k - 1]) {
+                PyErr_SetString(PyExc_ValueError, "window_begin is not ascending");
+                goto done;
+            }
+        }
+        if (s.windows >= ((Py_ssize_t)1 << 31)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    rows_init(&s.ops, OP_SUMS + KSUM_N, EIGHT);
+    rows_init(&s.cells, CELL_SUMS + KSUM_N, EIGHT);
+    rows_init(&s.unattributed, 3, EIGHT);
+    rows_init(&s.planes, 4, EIGHT);
+    rows_init(&s.steps, 2, EIGHT);
+    if (map_init(&s.cell_of, 4096) < 0 || map_init(&s.unlaunched, 1024) < 0 ||
+        combo_reserve(&s.combos) < 0 || rows_resize(&s.planes, n_planes) < 0 ||
+        rows_resize(&s.steps, s.windows) < 0)
+        goto no_memory;
+    s.planes.count = n_planes;
+    for (Py_ssize_t p = 0; p < n_planes; p++) {
+        CELL(&s.planes, PL_FIRST, int64_t, p) = INT64_MAX;
+        CELL(&s.planes, PL_LAST, int64_t, p) = INT64_MIN;
+        CELL(&s.planes, PL_SUMMED, double, p) = 0.0;
+        CELL(&s.planes, PL_BUSY, double, p) = 0.0;
+    }
+    size_t cells = (size_t)(s.windows ? s.windows : 1) * (size_t)n_planes;
+    s.cell_first = PyMem_RawMalloc(cells * sizeof *s.cell_first);
+    s.cell_last = PyMem_RawMalloc(cells * sizeof *s.cell_last);
+    s.cell_used = PyMem_RawCalloc(cells, 1);
+    s.ran = PyMem_RawCalloc((size_t)(s.n_launches ? s.n_launches : 1), 1);
+    s.intervals = PyMem_RawCalloc((size_t)n_planes, sizeof *s.intervals);
+    s.n_intervals = PyMem_RawCalloc((size_t)n_planes, sizeof *s.n_intervals);
+    s.interval_capacity = PyMem_RawCalloc((size_t)n_planes, sizeof *s.interval_capacity);
+    s.run_starts = PyMem_RawCalloc((size_t)n_planes, sizeof *s.run_starts);
+    s.n_runs = PyMem_RawCalloc((size_t)n_planes, sizeof *s.n_runs);
+    s.runs_capacity = PyMem_RawCalloc((size_t)n_planes, sizeof *s.runs_capacity);
+    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
+    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
+    line_plane = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *line_plane);
+    line_ids = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *line_ids);
+    line_have = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *line_have);
+    if (s.cell_first == NULL || s.cell_last == NULL || s.cell_used == NULL || s.ran == NULL ||
+        s.intervals == NULL || s.n_intervals == NULL || s.interval_capacity == NULL ||
+        s.run_starts == NULL || s.n_runs == NULL || s.runs_capacity == NULL || views == NULL ||
+        stamps_ns == NULL || line_plane == NULL || line_ids == NULL || line_have == NULL)
+        goto no_memory;
+    for (; held < n_lines; held++) {
+        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
+        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
+        line_plane[held] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(planes, held));
+        if (line_plane[held] == -1 && PyErr_Occurred()) goto done;
+        if (line_plane[held] < 0 || line_plane[held] >= n_planes) {
+            PyErr_SetString(PyExc_ValueError, "a line's plane is out of range");
+            goto done;
+        }
+        PyObject *ids = PySequence_Fast(PySequence_Fast_GET_ITEM(ids_seq, held),
+                                        "kernel_sums expects stat ids per line");
+        if (ids == NULL) goto done;
+        if (PySequence_Fast_GET_SIZE(ids) != KS_STATS) {
+            Py_DECREF(ids);
+            PyErr_SetString(PyExc_ValueError, "six stat ids per line");
+            goto done;
+        }
+        for (int k = 0; k < KS_STATS; k++) {
+            PyObject *id = PySequence_Fast_GET_ITEM(ids, k);
+            if (id == Py_None) continue;
+            line_ids[held][k] = PyLong_AsLongLong(id);
+            if (line_ids[held][k] == -1 && PyErr_Occurred()) {
+                Py_DECREF(ids);
+                goto done;
+            }
+            line_have[held][k] = 1;
+        }
+        Py_DECREF(ids);
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
+                               PyBUF_SIMPLE) < 0)
+            goto done;
+    }
+    int status = 0;
+    s.thread = PyEval_SaveThread();
+    for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
+        const uint8_t *start = views[i].buf;
+        status = sum_kernel_line(&s, start, start + views[i].len, stamps_ns[i], line_plane[i],
+                                 line_ids[i], line_have[i]);
+    }
+    for (Py_ssize_t p = 0; p < n_planes && status == 0; p++)
+        if (busy_time(&s, p) < 0) status = -1;
+    PyEval_RestoreThread(s.thread);
+    if (status == 2) goto done; /* the callback's error */
+    if (status < 0) goto no_memory;
+    if (status > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* Per step: its device time over the GPUs, and its launches whose kernel never ran. */
+    s.steps.count = s.windows;
+    for (Py_ssize_t w = 0; w < s.windows; w++) {
+        int64_t total = 0;
+        for (Py_ssize_t p = 0; p < n_planes; p++) {
+            Py_ssize_t at = w * n_planes + p;
+            if (!s.cell_used[at]) continue;
+            int64_t first = s.cell_first[at] < s.win_begin[w] ? s.cell_first[at] : s.win_begin[w];
+            int64_t last = s.cell_last[at] > s.win_end[w] ? s.cell_last[at] : s.win_end[w];
+            total = (int64_t)((uint64_t)total + (uint64_t)(last - first));
+        }
+        CELL(&s.steps, ST_TOTAL, int64_t, w) = total;
+        CELL(&s.steps, ST_MISSING, int64_t, w) = 0;
+    }
+    for (Py_ssize_t slot = 0; slot < s.n_launches && s.windows > 0; slot++) {
+        if (s.ran[slot]) continue;
+        int64_t launch = s.launch_ps[slot];
+        Py_ssize_t after = upper_bound_i64(s.win_begin, s.windows, launch, s.window_hint);
+        s.window_hint = after;
+        if (after > 0 && launch < s.win_end[after - 1])
+            CELL(&s.steps, ST_MISSING, int64_t, after - 1) += 1;
+    }
+    columns = Py_BuildValue("[LLL]", (long long)s.events, (long long)s.unclaimed,
+                            (long long)(int64_t)s.unclaimed_ps);
+    if (columns == NULL || rows_take_all(&s.ops, columns) < 0 ||
+        rows_take_all(&s.cells, columns) < 0 || rows_take_all(&s.unattributed, columns) < 0 ||
+        rows_take_all(&s.planes, columns) < 0 || rows_take_all(&s.steps, columns) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
+    goto done;
+no_memory:
+    PyErr_NoMemory();
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(stamps_ns);
+    PyMem_Free(line_plane);
+    PyMem_Free(line_ids);
+    PyMem_Free(line_have);
+    Py_XDECREF(columns);
+    rows_clear(&s.ops);
+    rows_clear(&s.cells);
+    rows_clear(&s.unattributed);
+    rows_clear(&s.planes);
+    rows_clear(&s.steps);
+    map_free(&s.cell_of);
+    PyMem_RawFree(s.grid);
+    map_free(&s.unlaunched);
+    PyMem_RawFree(s.combos.slots);
+    PyMem_RawFree(s.op_row);
+    PyMem_RawFree(s.op_latest_step);
+    PyMem_RawFree(s.op_latest_cell);
+    PyMem_RawFree(s.kernel_row);
+    PyMem_RawFree(s.cell_first);
+    PyMem_RawFree(s.cell_last);
+    PyMem_RawFree(s.cell_used);
+    PyMem_RawFree(s.ran);
+    for (Py_ssize_t p = 0; s.intervals != NULL && p < n_planes; p++) PyMem_RawFree(s.intervals[p]);
+    for (Py_ssize_t p = 0; s.run_starts != NULL && p < n_planes; p++) PyMem_RawFree(s.run_starts[p]);
+    PyMem_RawFree(s.intervals);
+    PyMem_RawFree(s.n_intervals);
+    PyMem_RawFree(s.interval_capacity);
+    PyMem_RawFree(s.run_starts);
+    PyMem_RawFree(s.n_runs);
+    PyMem_RawFree(s.runs_capacity);
+    if (li.obj != NULL) PyBuffer_Release(&li);
+    if (lp.obj != NULL) PyBuffer_Release(&lp);
+    if (wb.obj != NULL) PyBuffer_Release(&wb);
+    if (we.obj != NULL) PyBuffer_Release(&we);
+    Py_XDECREF(lines);
+    Py_XDECREF(stamps);
+    Py_XDECREF(planes);
+    Py_XDECREF(ids_seq);
+    return result;
+}
+
+/* The host's step markers and kernel launches (platforms/host_steps.host_markers). */
+enum { HS_ROOT, HS_STEP_NUM, HS_CORRELATION };
+
+/* A numeric stat as EventTable.numbers gives it: NaN where absent, inf absent too. */
+static double host_number(const KernelEvent *k, int j) {
+    double value;
+    if (k->kind[j] == KIND_DOUBLE) value = k->number[j];
+    else if (k->kind[j] == KIND_INT) value = (double)k->bits[j];
+    else return Py_NAN;
+    if (isinf(value)) return Py_NAN;
+    if (value > MAX_MAGNITUDE) return MAX_MAGNITUDE;
+    if (value < -MAX_MAGNITUDE) return -MAX_MAGNITUDE;
+    return value;
+}
+
+/* The roots and launches of one serialized XLine appended. 0; 1: the array path must read
+ * the lines (malformed, out of range, a stat twice in an event); -1: out of memory. */
+static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_t *end,
+                     int64_t timestamp_ns, const int64_t *ids, const int *have) {
+    Parser ps = {p, NULL, NULL, 0};
+    KernelEvent k;
+    int8_t table[STAT_SLOTS];
+    const int8_t *slot_of = stat_slots(table, ids, have, 3) ? table : NULL;
+    if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
+    int64_t base_ps = timestamp_ns * 1000;
+    while (p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
+            continue;
+        }
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
+        ps.start = p;
+        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
+        p += length;
+        for (int j = 0; j < 3; j++)
+            if (k.count[j] > 1) return 1;
+        if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
+        if (k.duration < 0 || k.duration > MAX_TIME_PS) return 1;
+        int64_t begin = k.offset + base_ps, stop;
+        if (__builtin_add_overflow(begin, k.duration, &stop)) return 1;
+        double step_num = host_number(&k, HS_STEP_NUM);
+        if (k.kind[HS_ROOT] == KIND_INT || !isnan(step_num)) {
+            if (rows_reserve(roots) < 0) return -1;
+            Py_ssize_t row = roots->count++;
+            CELL(roots, 0, double, row) = step_num;
+            CELL(roots, 1, int64_t, row) = begin;
+            CELL(roots, 2, int64_t, row) = stop;
+        }
+        if (k.kind[HS_CORRELATION] == KIND_INT) {
+            if (rows_reserve(launches) < 0) return -1;
+            Py_ssize_t row = launches->count++;
+            CELL(launches, 0, int64_t, row) = k.bits[HS_CORRELATION];
+            CELL(launches, 1, int64_t, row) = begin;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(host_launches_doc,
+"host_launches(lines, timestamps_ns, stat_ids)\n"
+"    -> None or (root step_num, root begin_ps, root end_ps, launch id, launch begin_ps)\n\n"
+"One pass over the events of serialized host XLines (bytes-like, each with its\n"
+"timestamp_ns); stat_ids: the ids of _r, step_num and correlation_id (or None). A root is\n"
+"an event with an integer _r or a numeric step_num (float64, NaN where absent; int64 begin\n"
+"and end); a launch one with an integer correlation_id (uint64 id, int64 begin), each in\n"
+"line and event order. None where the array path must read the lines: malformed, out of\n"
+"range, or a stat twice in an event.");
+
+static PyObject *host_launches(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *lines_arg, *stamps_arg, *ids_arg;
+    if (!PyArg_ParseTuple(args, "OOO", &lines_arg, &stamps_arg, &ids_arg)) return NULL;
+    PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
+    Py_buffer *views = NULL;
+    int64_t *stamps_ns = NULL, ids[KS_STATS] = {0};
+    int have[KS_STATS] = {0};
+    Py_ssize_t held = 0;
+    Rows roots, launches;
+    rows_init(&roots, 3, EIGHT);
+    rows_init(&launches, 2, EIGHT);
+    lines = PySequence_Fast(lines_arg, "host_launches expects a sequence of lines");
+    stamps = PySequence_Fast(stamps_arg, "host_launches expects a sequence of timestamps");
+    ids_seq = PySequence_Fast(ids_arg, "host_launches expects a sequence of stat ids");
+    if (lines == NULL || stamps == NULL || ids_seq == NULL) goto done;
+    Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
+    if (PySequence_Fast_GET_SIZE(stamps) != n_lines || PySequence_Fast_GET_SIZE(ids_seq) != 3) {
+        PyErr_SetString(PyExc_ValueError, "a timestamp per line and three stat ids");
+        goto done;
+    }
+    for (int k = 0; k < 3; k++) {
+        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, k);
+        if (id == Py_None) continue;
+        ids[k] = PyLong_AsLongLong(id);
+        if (ids[k] == -1 && PyErr_Occurred()) goto done;
+        have[k] = 1;
+    }
+    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
+    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
+    if (views == NULL || stamps_ns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < n_lines; held++) {
+        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
+        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
+                               PyBUF_SIMPLE) < 0)
+            goto done;
+    }
+    int status = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
+        const uint8_t *start = views[i].buf;
+        status = host_line(&roots, &launches, start, start + views[i].len, stamps_ns[i], ids,
+                           have);
+    }
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    columns = PyList_New(0);
+    if (columns == NULL || rows_take_all(&roots, columns) < 0 ||
+        rows_take_all(&launches, columns) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    PyMem_Free(stamps_ns);
+    Py_XDECREF(columns);
+    rows_clear(&roots);
+    rows_clear(&launches);
+    Py_XDECREF(lines);
+    Py_XDECREF(stamps);
+    Py_XDECREF(ids_seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
     {"host_integers", host_integers, METH_VARARGS, host_integers_doc},
+    {"kernel_sums", kernel_sums, METH_VARARGS, kernel_sums_doc},
+    {"host_launches", host_launches, METH_VARARGS, host_launches_doc},
     {"decode_events", decode_events, METH_O, decode_events_doc},
     {"decode_line", decode_line, METH_VARARGS, decode_line_doc},
     {"split_message", split_message, METH_VARARGS, split_message_doc},
