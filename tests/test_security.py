@@ -359,7 +359,11 @@ FORBIDDEN = [
     (r"javascript:", "javascript: URL"),
     (r"<script(?![^>]*\bsrc\b)", "inline <script>"),
     (r"<[a-z][^>\n]*\son[a-z]+\s*=", "inline event handler attribute"),
-    (r"\bhttps?://(?!(?:127\.0\.0\.1|localhost)\b)[^\s'\"`)]+", "URL to another host"),
+    # The SVG namespace is a name (createElementNS), never fetched.
+    (
+        r"\bhttps?://(?!(?:127\.0\.0\.1|localhost)\b)(?!www\.w3\.org/2000/svg['\"])[^\s'\"`)]+",
+        "URL to another host",
+    ),
     (r"\bimport\s*\(\s*['\"`]https?:", "import from another host"),
 ]
 
