@@ -11,6 +11,7 @@ the "to gain" figures, and shown apart with what bounds them.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -62,9 +63,11 @@ _COLLECTIVE_WORDS = re.compile(
 _ASYNC_COPY = re.compile(r"^copy-(start|done)(\.\d+)?$|memcpy|memset", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def op_class(name: str, category: str) -> str:
     """The class of one op by its name and category alone (never NO_COST_MODEL: that one
-    needs its costs, see ``roofline_classes``)."""
+    needs its costs, see ``roofline_classes``); remembered, as every step of a profile asks
+    again for the same ops (three regular expressions each)."""
     if category == KINETO_COMMUNICATION or _XLA_COLLECTIVE.match(name):
         return COMMUNICATION
     if _COLLECTIVE_WORDS.search(category) or _COLLECTIVE_WORDS.search(name):
