@@ -175,7 +175,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim`` (None elsewhere)."""
     try:
         return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no glibc (TypeError: Windows' CDLL(None))
         return None
 
 
