@@ -780,6 +780,53 @@ static PyObject *line_has_stats(PyObject *self, PyObject *args) {
     return PyBool_FromLong(found);
 }
 
+/* --- lines held for a pass without the GIL --------------------------------------------- */
+
+typedef struct {
+    Py_buffer *views;   /* a view of each line's bytes */
+    int64_t *stamps_ns; /* each line's timestamp_ns */
+    Py_ssize_t held;    /* views taken (released by held_lines_release) */
+} HeldLines;
+
+/* Takes a buffer view and the timestamp of each of the `n` lines (`lines` and `stamps` from
+   PySequence_Fast); -1 with an exception set (what was taken is released all the same). */
+static int held_lines_take(HeldLines *h, PyObject *lines, PyObject *stamps, Py_ssize_t n) {
+    h->views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *h->views);
+    h->stamps_ns = PyMem_Calloc((size_t)(n ? n : 1), sizeof *h->stamps_ns);
+    if (h->views == NULL || h->stamps_ns == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (; h->held < n; h->held++) {
+        Py_ssize_t i = h->held;
+        h->stamps_ns[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, i));
+        if (h->stamps_ns[i] == -1 && PyErr_Occurred()) return -1;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, i), &h->views[i], PyBUF_SIMPLE) <
+            0)
+            return -1;
+    }
+    return 0;
+}
+
+static void held_lines_release(HeldLines *h) {
+    for (Py_ssize_t i = 0; i < h->held; i++) PyBuffer_Release(&h->views[i]);
+    PyMem_Free(h->views);
+    PyMem_Free(h->stamps_ns);
+}
+
+/* The `k` stat ids of `ids_seq` (ints, or None for a stat the plane does not have) as `ids`
+   and `have`; -1 with an exception set. */
+static int stat_ids_of(PyObject *ids_seq, int k, int64_t *ids, int *have) {
+    for (int j = 0; j < k; j++) {
+        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, j);
+        if (id == Py_None) continue;
+        ids[j] = PyLong_AsLongLong(id);
+        if (ids[j] == -1 && PyErr_Occurred()) return -1;
+        have[j] = 1;
+    }
+    return 0;
+}
+
 /* --- span sums: a line's events summed per (window, metadata id) in one pass --------- */
 
 /* An int64 -> index map (open addressing; the index -1 marks an empty slot). */
@@ -1232,9 +1279,8 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOO", &lines_arg, &stamps_arg, &ids_arg, &begin_arg, &end_arg))
         return NULL;
     PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
-    Py_buffer wb = {0}, we = {0}, *views = NULL;
-    int64_t *stamps_ns = NULL;
-    Py_ssize_t held = 0; /* line views taken */
+    Py_buffer wb = {0}, we = {0};
+    HeldLines held = {0};
     Sums s;
     memset(&s, 0, sizeof s);
     s.max_window = -1;
@@ -1249,13 +1295,7 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "a timestamp per line and four stat ids");
         goto done;
     }
-    for (int k = 0; k < WANT_COUNT; k++) {
-        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, k);
-        if (id == Py_None) continue;
-        ids[k] = PyLong_AsLongLong(id);
-        if (ids[k] == -1 && PyErr_Occurred()) goto done;
-        have[k] = 1;
-    }
+    if (stat_ids_of(ids_seq, WANT_COUNT, ids, have) < 0) goto done;
     Py_ssize_t windows = 0;
     if (begin_arg != Py_None) {
         if (PyObject_GetBuffer(begin_arg, &wb, PyBUF_SIMPLE) < 0 ||
@@ -1285,26 +1325,14 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
-    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
-    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
-    if (views == NULL || stamps_ns == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (; held < n_lines; held++) {
-        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
-        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
-                               PyBUF_SIMPLE) < 0)
-            goto done;
-    }
+    if (held_lines_take(&held, lines, stamps, n_lines) < 0) goto done;
     int status = 0;
     /* The lines are walked without the GIL: the cores of a host are summed at once. */
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
-        const uint8_t *start = views[i].buf;
-        status = sum_line(&s, start, start + views[i].len, stamps_ns[i], ids, have, wb.buf,
-                          we.buf, windows);
+        const uint8_t *start = held.views[i].buf;
+        status = sum_line(&s, start, start + held.views[i].len, held.stamps_ns[i], ids, have,
+                          wb.buf, we.buf, windows);
     }
     Py_END_ALLOW_THREADS
     if (status < 0) {
@@ -1323,9 +1351,7 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
         goto done;
     result = PyList_AsTuple(columns);
 done:
-    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    PyMem_Free(stamps_ns);
+    held_lines_release(&held);
     Py_XDECREF(columns);
     rows_clear(&s.ids);
     rows_clear(&s.cells);
@@ -2215,17 +2241,9 @@ static PyObject *kernel_sums(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "six stat ids per line");
             goto done;
         }
-        for (int k = 0; k < KS_STATS; k++) {
-            PyObject *id = PySequence_Fast_GET_ITEM(ids, k);
-            if (id == Py_None) continue;
-            line_ids[held][k] = PyLong_AsLongLong(id);
-            if (line_ids[held][k] == -1 && PyErr_Occurred()) {
-                Py_DECREF(ids);
-                goto done;
-            }
-            line_have[held][k] = 1;
-        }
+        int read = stat_ids_of(ids, KS_STATS, line_ids[held], line_have[held]);
         Py_DECREF(ids);
+        if (read < 0) goto done;
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
                                PyBUF_SIMPLE) < 0)
             goto done;
@@ -2399,10 +2417,9 @@ static PyObject *host_launches(PyObject *self, PyObject *args) {
     PyObject *lines_arg, *stamps_arg, *ids_arg;
     if (!PyArg_ParseTuple(args, "OOO", &lines_arg, &stamps_arg, &ids_arg)) return NULL;
     PyObject *lines = NULL, *stamps = NULL, *ids_seq = NULL, *result = NULL, *columns = NULL;
-    Py_buffer *views = NULL;
-    int64_t *stamps_ns = NULL, ids[KS_STATS] = {0};
+    HeldLines held = {0};
+    int64_t ids[KS_STATS] = {0};
     int have[KS_STATS] = {0};
-    Py_ssize_t held = 0;
     Rows roots, launches;
     rows_init(&roots, 3, EIGHT);
     rows_init(&launches, 2, EIGHT);
@@ -2415,32 +2432,15 @@ static PyObject *host_launches(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "a timestamp per line and three stat ids");
         goto done;
     }
-    for (int k = 0; k < 3; k++) {
-        PyObject *id = PySequence_Fast_GET_ITEM(ids_seq, k);
-        if (id == Py_None) continue;
-        ids[k] = PyLong_AsLongLong(id);
-        if (ids[k] == -1 && PyErr_Occurred()) goto done;
-        have[k] = 1;
-    }
-    views = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *views);
-    stamps_ns = PyMem_Calloc((size_t)(n_lines ? n_lines : 1), sizeof *stamps_ns);
-    if (views == NULL || stamps_ns == NULL) {
-        PyErr_NoMemory();
+    if (stat_ids_of(ids_seq, 3, ids, have) < 0 ||
+        held_lines_take(&held, lines, stamps, n_lines) < 0)
         goto done;
-    }
-    for (; held < n_lines; held++) {
-        stamps_ns[held] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(stamps, held));
-        if (stamps_ns[held] == -1 && PyErr_Occurred()) goto done;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(lines, held), &views[held],
-                               PyBUF_SIMPLE) < 0)
-            goto done;
-    }
     int status = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
-        const uint8_t *start = views[i].buf;
-        status = host_line(&roots, &launches, start, start + views[i].len, stamps_ns[i], ids,
-                           have);
+        const uint8_t *start = held.views[i].buf;
+        status = host_line(&roots, &launches, start, start + held.views[i].len,
+                           held.stamps_ns[i], ids, have);
     }
     Py_END_ALLOW_THREADS
     if (status < 0) {
@@ -2457,9 +2457,7 @@ static PyObject *host_launches(PyObject *self, PyObject *args) {
         goto done;
     result = PyList_AsTuple(columns);
 done:
-    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    PyMem_Free(stamps_ns);
+    held_lines_release(&held);
     Py_XDECREF(columns);
     rows_clear(&roots);
     rows_clear(&launches);
