@@ -8,7 +8,7 @@ import {PALETTE, categoryStyle, isDark} from './theme.js';
 import {baseLayout, ranges, roofTraces} from './roofs.js';
 import {boundByLabel, chartIntensity, plottable} from './model.js';
 import {identityHover} from './op_detail.js';
-import {staticFigure} from './static_chart.js';
+import {legendGroups, staticFigure} from './static_chart.js';
 
 const G = 1e9;
 const MAX_MARKER_PX = 46; // diameter of the op with the most self time
@@ -437,21 +437,7 @@ const MIN_PLOT_SHARE = 0.6; // the plot's least share of the chart's width (else
 const AXIS_TITLE_PX = 48; // the bottom margin: tick labels and the x-axis title
 const DEFAULT_HEIGHT_PX = 460;
 
-/** The legend's groups as Plotly draws them: [{title, items: [names]}]. */
-function legendGroups(data) {
-  const groups = new Map();
-  for (const t of data) {
-    if (t.showlegend === false || !t.name) continue;
-    const key = t.legendgroup || `trace:${t.name}`;
-    if (!groups.has(key)) groups.set(key, {title: '', items: []});
-    const group = groups.get(key);
-    if (t.legendgrouptitle && t.legendgrouptitle.text) group.title = t.legendgrouptitle.text;
-    group.items.push(t.name);
-  }
-  return [...groups.values()];
-}
-
-const itemWidth = (name) => textBox(name, LEGEND_FONT_PX)[0] + LEGEND_SYMBOL_PX;
+const itemWidth = (trace) => textBox(trace.name, LEGEND_FONT_PX)[0] + LEGEND_SYMBOL_PX;
 const groupWidth = (g) =>
   Math.max(...g.items.map(itemWidth), g.title ? textBox(g.title, LEGEND_FONT_PX + 1)[0] : 0);
 
@@ -478,7 +464,7 @@ export function legendPlacement(data, width, height, margin, measured) {
   let total = 0;
   for (const g of groups) {
     const w = groupWidth(g) + 24;
-    const lines = g.items.reduce((n, name) => n + name.split('<br>').length, 0);
+    const lines = g.items.reduce((n, trace) => n + trace.name.split('<br>').length, 0);
     const h = (lines + (g.title ? 1 : 0)) * LEGEND_ROW_PX;
     if (rowWidth && rowWidth + w > width - 16) {
       total += rowHeight;

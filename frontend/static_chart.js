@@ -407,7 +407,9 @@ function legendSample(trace, x, y) {
   });
 }
 
-function legendGroupsOf(data) {
+/** The legend's groups as Plotly draws them: [{title, items: [traces]}] (this first view's
+ * legend and charts.js's placement of Plotly's). */
+export function legendGroups(data) {
   const groups = new Map();
   for (const t of data) {
     if (t.showlegend === false || !t.name) continue;
@@ -423,7 +425,7 @@ function legendGroupsOf(data) {
 function legend(svg, data, layout, area, width) {
   if (layout.showlegend === false) return;
   const spec = layout.legend || {};
-  const groups = legendGroupsOf(data);
+  const groups = legendGroups(data);
   if (!groups.length) return;
   const font = layout.font || {};
   const size = (spec.font && spec.font.size) || 11;
