@@ -9,6 +9,7 @@ import sys
 from typing import Iterable
 
 from .errors import RooflineError
+from .heap import reuse_freed_memory
 from .metadata import PARALLEL_MIN_MB
 from .wording import terminal_safe
 
@@ -481,6 +482,8 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
+# Set (to anything) to leave glibc's heap as it is: benchmarks compare with and without.
+KEEP_HEAP_ENV = "TB_ROOFLINE_KEEP_HEAP"
 # Environment numpy's BLAS reads when numpy is first imported: one thread, for the commands
 # that multiply no matrices (idle BLAS threads spin: ~0.1 CPU s of each start-up); not for
 # `calibrate`, which measures the machine's FLOP/s, nor `demo`, whose TensorBoard may.
@@ -493,6 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.func in (_export, _summary, _compare) and "numpy" not in sys.modules:
         for name, value in ONE_BLAS_THREAD.items():
             os.environ.setdefault(name, value)
+    if args.func in (_export, _summary, _compare) and not os.environ.get(KEEP_HEAP_ENV):
+        reuse_freed_memory()
     try:
         return args.func(args)
     except RooflineError as exc:

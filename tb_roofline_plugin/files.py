@@ -9,6 +9,7 @@ byte, which tells a file past the limit without reading it all.
 
 from __future__ import annotations
 
+import mmap
 import os
 import stat
 import zlib
@@ -20,6 +21,9 @@ from .metadata import DEFAULT_MAX_FILE_MB
 DEFAULT_MAX_BYTES = int(DEFAULT_MAX_FILE_MB * 1e6)
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK_BYTES = 1 << 20  # unpacked at a time
+# From this size on a file read ``releasable`` is read into pages of its own, which the
+# reader hands back as it goes (``release_range``) instead of all at the end.
+RELEASABLE_MIN_BYTES = 64 << 20
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
@@ -105,13 +109,29 @@ def _open_regular(name: str) -> BinaryIO:
 def read_regular(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The bytes of a local regular file of at most ``max_bytes``; ProfileError naming it
     (FileTooLarge past the limit) otherwise. At most ``max_bytes + 1`` bytes are read."""
+    data = _read_regular(path, max_bytes, paged=False)
+    assert isinstance(data, bytes)  # paged=False: never a mapping
+    return data
+
+
+def read_releasable(
+    path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bytes | mmap.mmap:
+    """``read_regular``, a file of RELEASABLE_MIN_BYTES or more in an anonymous mapping
+    whose pages ``release_range`` hands back part by part (bytes-like, as bytes are)."""
+    return _read_regular(path, max_bytes, paged=True)
+
+
+def _read_regular(path: str | os.PathLike, max_bytes: int, paged: bool) -> bytes | mmap.mmap:
     name = os.fspath(path)
     with _open_regular(name) as handle:
         try:
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 raise FileTooLarge(name, f"{_mb(size)} is larger than {limit_text(max_bytes)}")
-            data = handle.read(size)  # a buffer of what the file holds, not of the limit
+            # A buffer of what the file holds, not of the limit.
+            paged = paged and size >= RELEASABLE_MIN_BYTES and _CAN_RELEASE
+            data = _read_into_pages(handle, size) if paged else handle.read(size)
             more = [data]
             total = len(data)
             while total <= max_bytes:  # it may have grown since the fstat
@@ -125,6 +145,38 @@ def read_regular(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) ->
     if total > max_bytes:
         raise FileTooLarge(name, f"more than {_mb(max_bytes)}, past {limit_text(max_bytes)}")
     return data if len(more) == 1 else b"".join(more)
+
+
+_CAN_RELEASE = all(
+    hasattr(mmap, name) for name in ("MADV_DONTNEED", "MAP_PRIVATE", "MAP_ANONYMOUS")
+)
+
+
+def _read_into_pages(handle: BinaryIO, size: int) -> bytes | mmap.mmap:
+    """``size`` bytes of ``handle`` in a private anonymous mapping (bytes if the file shrank):
+    private, so that a page handed back is freed, not kept as shared memory."""
+    pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    filled = 0
+    with memoryview(pages) as view:
+        while filled < size:
+            count = handle.readinto(view[filled:])  # type: ignore[attr-defined]  # open()'s
+            if not count:
+                break
+            filled += count
+    return pages if filled == size else pages[:filled]
+
+
+def release_range(data: bytes | mmap.mmap, start: int, end: int) -> bool:
+    """Hands back the pages wholly inside ``data[start:end]`` when ``data`` is a releasable
+    read's mapping, whose bytes there are never read again (they read as zeros after);
+    False (nothing done) for bytes."""
+    if not isinstance(data, mmap.mmap) or not _CAN_RELEASE:
+        return False
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = min(end, len(data)) // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        data.madvise(mmap.MADV_DONTNEED, first, last - first)
+    return True
 
 
 def head_regular(path: str | os.PathLike, count: int) -> bytes:

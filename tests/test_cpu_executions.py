@@ -205,3 +205,28 @@ def test_flight_ends_of_unique_end_ids_equal_the_general_matching():
     assert cpu._unique_flow_ends(begin, flow, repeated, np.append(flow_end, -(10**12))) is None
     assert np.array_equal(fast, general)
     assert (fast > end).sum() > 100 and (fast == end).sum() > 100  # both kinds of op
+
+
+def test_flight_ends_with_repeated_end_ids_equal_a_loop_over_the_ops():
+    """The general matching (ids repeat: a tiled or long trace) against the rule itself, op by
+    op: the first end event of its id whose end is at or after the op's start."""
+    from tb_roofline_plugin.platforms.cpu import flight_ends
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    begin = rng.integers(0, 10**6, n)  # not sorted, times repeat
+    begin[:50] = 1000
+    end = begin + rng.integers(0, 10**4, n)
+    flow = rng.integers(0, 400, n)  # ~8 ops an id
+    has_flow = rng.random(n) < 0.8
+    flow_ids = rng.integers(0, 450, 2500)  # ~6 ends an id, some ids without one
+    flow_end = rng.integers(0, 10**6 + 10**4, len(flow_ids))
+    flow_end[:20] = 1000  # ends at an op's very start count
+    expected = end.copy()
+    for op in np.flatnonzero(has_flow):
+        later = flow_end[(flow_ids == flow[op]) & (flow_end >= begin[op])]
+        if len(later):
+            expected[op] = max(end[op], later.min())
+    got = flight_ends(begin, end, flow, has_flow, flow_ids, flow_end)
+    assert np.array_equal(got, expected)
+    assert (got > end).sum() > 500 and (got == end).sum() > 500

@@ -310,6 +310,33 @@ def test_stats_follow_the_decoders_rules():
 
 
 @compiled
+@pytest.mark.parametrize("shift", [300, 1 << 40])
+def test_stat_ids_past_the_slot_table_are_read_alike(shift):
+    """Stat ids the compiled pass's table of 256 slots cannot hold are compared one by one:
+    the same sums as with small ids, and as the array path's."""
+    events = [
+        _event(1, 0, 100, dma=0.5, scale=2.0),
+        _event(2, 10, 20, dma=3, dev_offset=500, dev_duration=7),
+        _event(1, 40, 10, scale=0.5),
+    ]
+    small, _ = _sums(_plane(events))
+    moved = _plane(events)
+    for key in list(moved.stat_metadata):
+        name = moved.stat_metadata[key].name
+        del moved.stat_metadata[key]
+        moved.stat_metadata[key + shift].id, moved.stat_metadata[key + shift].name = (
+            key + shift,
+            name,
+        )
+    for stat in (s for line in moved.lines for e in line.events for s in e.stats):
+        stat.metadata_id += shift
+    fast, slow = _sums(moved)
+    assert fast is not None and small is not None
+    assert _normalized(fast) == _normalized(slow) == _normalized(small)
+    assert _as_oracle(fast)[(None, 1)][4] == 100 * 2.0 + 10 * 0.5  # scaled time
+
+
+@compiled
 @pytest.mark.parametrize("seed", range(12))
 def test_random_nested_lines_match_the_array_path_and_the_oracle(seed):
     """Lines of nested spans (ties of begin and end, zero durations, several lines whose

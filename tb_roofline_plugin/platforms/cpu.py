@@ -11,13 +11,13 @@ and claim whole program executions (``cpu_executions``).
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..arrays import unique
+from ..heap import release_freed_memory
 from ..hlo.cost.engine import ModuleCosts
 from ..hlo.text import op_text
 from ..ops.busy_shares import busy_shares
@@ -153,41 +153,47 @@ def flight_ends(
         out = end.copy()
         out[ops[linked]] = np.maximum(end[ops[linked]], times[linked])
         return out
+    return _matched_flow_ends(begin, end, flow, ops, flow_ids, flow_end)
+
+
+def _matched_flow_ends(
+    begin: np.ndarray,
+    end: np.ndarray,
+    flow: np.ndarray,
+    ops: np.ndarray,
+    flow_ids: np.ndarray,
+    flow_end: np.ndarray,
+) -> np.ndarray:
+    """``flight_ends`` where end ids repeat: the ops' (id, start) and the ends' (id, end) in
+    one order, each op before the ends of its id and time; an op's end is the next end in
+    it. Only the order and one column at a time are held (the 1 GB profile's peak was here):
+    a place past ``len(ops)`` in the order is an end, whose id and time are read back."""
+    count, total = len(ops), len(ops) + len(flow_ids)
     ids = np.concatenate([flow[ops], flow_ids])
     times = np.concatenate([begin[ops], flow_end])
-    is_end = np.arange(len(ids)) >= len(ops)
-    order = np.lexsort((is_end, times, ids))
-    positions = np.where(is_end[order], np.arange(len(order)), len(order))
-    next_end = np.minimum.accumulate(positions[::-1])[::-1]  # first end at or after
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    found = next_end[rank[: len(ops)]]
-    linked = found < len(order)
-    found = np.minimum(found, len(order) - 1)
-    linked &= ids[order][found] == flow[ops]
+    order = np.lexsort((np.arange(total) >= count, times, ids))  # ends after ops at a time
+    del ids, times
+    is_op = order < count
+    # At each place, the place of the first end at or after it (total: none).
+    next_end = np.arange(total, dtype=np.int64)
+    next_end[is_op] = total
+    np.minimum.accumulate(next_end[::-1], out=next_end[::-1])
+    op_places = np.flatnonzero(is_op)
+    del is_op
+    found = np.empty(count, np.int64)
+    found[order[op_places]] = next_end[op_places]
+    del op_places, next_end
+    linked = found < total
+    np.minimum(found, total - 1, out=found)
+    end_of = order[found] - count  # the end event found (negative: an op, where none is)
+    del order, found
+    linked &= end_of >= 0
+    end_of[~linked] = 0
+    linked &= flow_ids[end_of] == flow[ops]
     out = end.copy()
     linked_ops = ops[linked]
-    out[linked_ops] = np.maximum(end[linked_ops], times[order][found[linked]])
+    out[linked_ops] = np.maximum(end[linked_ops], flow_end[end_of[linked]])
     return out
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` (None elsewhere)."""
-    try:
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):  # no glibc (TypeError: Windows' CDLL(None))
-        return None
-
-
-_TRIM = _malloc_trim()
-
-
-def release_freed_memory() -> None:
-    """Hands the pages of freed heap memory back to the system. A line's pieces (a few MB
-    each) live in the heap, not in pages of their own: once joined, their holes would stay
-    resident beside the joined column (on the 1 GB profile, ~0.5 GB at the peak)."""
-    if _TRIM is not None:
-        _TRIM(0)
 
 
 HOST_CHUNK_EVENTS = 1 << 18  # events of a host line read at a time (memory: one piece)
@@ -221,9 +227,12 @@ def read_host_events(plane: Plane) -> HostEvents:
     return host_events(read_host_parts(plane))
 
 
-def read_host_parts(plane: Plane) -> _HostParts:
+def read_host_parts(
+    plane: Plane, done_with_line: Callable[[object], None] | None = None
+) -> _HostParts:
     """The host plane's op events, step roots, flow ends and execution marks, each line read
-    in pieces of HOST_CHUNK_EVENTS (the ops' nesting is found later, from their columns)."""
+    in pieces of HOST_CHUNK_EVENTS (the ops' nesting is found later, from their columns);
+    ``done_with_line`` is told of each line once it is read (``Profile.done_with_line``)."""
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
     end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
@@ -266,13 +275,16 @@ def read_host_parts(plane: Plane) -> _HostParts:
 
     # Threads without XLA ops, their ends, step roots or executions are skipped. One line at
     # a time: in threads, two lines' pieces in flight cost more memory than they save time.
-    lines = [line for line in plane.lines if may_have_stats(line, wanted)]
     parts = _HostParts(StringCodes())
-    for pieces in map(read_line, lines):
-        for roots, columns, values, codes in pieces:
+    for line in plane.lines:
+        for roots, columns, values, codes in (
+            read_line(line) if may_have_stats(line, wanted) else []
+        ):
             parts.roots.extend(roots)
             parts.add(**columns)
             parts.hlo_ops.add_distinct(values, codes)
+        if done_with_line is not None:
+            done_with_line(line)
     return parts
 
 
@@ -335,9 +347,17 @@ def cpu_ops(
     op, keys = events.op, events.op_keys
     n, count = len(keys), len(totals)
     use = group >= 0
-    binned = cells(group[use], op[use], n, count)
+    every = bool(use.all())  # the usual case: the event columns as they are, not copies
+
+    def used(column: np.ndarray) -> np.ndarray:
+        return column if every else column[use]
+
+    used_op = used(op)
+    binned = cells(used(group), used_op, n, count)
     occurrences = binned.sum()
-    time_ps = binned.sum((events.op_end - events.op_begin)[use])
+    time_ps = binned.sum(used(events.op_end - events.op_begin))
+    # Summed before the work columns exist: its float sums are a cell column of temporaries.
+    self_time_ps = binned.sum(used(events.op_self)).astype(np.int64)
     static = empty_columns(n)
     per_exec = np.zeros((n, 3))  # flops, bytes accessed, bytes written per execution
     known = np.zeros(n, bool)
@@ -372,23 +392,25 @@ def cpu_ops(
     breakdown = np.zeros((3, 2, len(binned))).transpose(2, 0, 1)
     breakdown[:, HBM, READ] = read
     breakdown[:, HBM, WRITE] = written
+    has_breakdown = (read > 0) | (written > 0)
+    del read, written  # in the breakdown now (a cell per event on the 1 GB profile)
     columns = {
         "flops": flops,
         "model_flops": flops,
         "bytes_accessed": total_bytes,
         "breakdown": breakdown,
-        "has_breakdown": (read > 0) | (written > 0),
-        "occurrences": occurrences.astype(np.int64),
+        "has_breakdown": has_breakdown,
+        "occurrences": np.asarray(occurrences, np.int64),  # counts: int64 already
         "time_ps": time_ps.astype(np.int64),
-        "self_time_ps": binned.sum(events.op_self[use]).astype(np.int64),
+        "self_time_ps": self_time_ps,
         "normalized_time_ps": time_ps,
     }
     ops = step_ops(static, binned, columns, totals).keep_rows(known[binned.op])
-    seen = np.bincount(op[use], minlength=n)
+    seen = np.bincount(used_op, minlength=n)
     missing_rows = np.flatnonzero(~known & (seen > 0))
     missing = None
     if len(missing_rows) and count:
-        op_time = np.bincount(op[use], (events.op_end - events.op_begin)[use], minlength=n)
+        op_time = np.bincount(used_op, used(events.op_end - events.op_begin), minlength=n)
         whole = OpMetricsDb(**{**static, "occurrences": seen.astype(np.int64),
                                "time_ps": op_time.astype(np.int64)},
                             total_time_ps=int(sum(totals)))  # fmt: skip
@@ -424,7 +446,7 @@ def cpu_op_stats(
     devices) keeps one device's ops, steps and time. Spans, executions and busy shares are
     found with every device's events first, so the devices' figures add up to all of them."""
     plane = profile.plane(HOST_PLANE)
-    parts = read_host_parts(plane) if plane is not None else None
+    parts = read_host_parts(plane, profile.done_with_line) if plane is not None else None
     profile.done_reading()  # the file's bytes go before the op columns are joined
     events = host_events(parts) if parts is not None else None
     del parts
@@ -438,6 +460,8 @@ def cpu_op_stats(
             events.op, events.op_keys, events.op_begin, events.op_end, own_end,
             events.device_codes, modules,
         )  # fmt: skip
+        del own_end
+        events.op_event_end = _NO_I64  # read by the control flow alone
         events.extra_event, events.extra_work = flow.extra_event, flow.extra_work
         events.op_self = busy_shares(
             events.op_begin, events.op_end, events.device_codes, flow.hidden
@@ -487,7 +511,9 @@ def cpu_steps(
 ) -> tuple[list[StepInfo], list[str]]:
     """One StepInfo per step root, holding the executions it claims (``cpu_executions``);
     and the warnings about executions no step claims and steps without an execution.
-    ``chosen``: the index of the one device kept (None: all)."""
+    ``chosen``: the index of the one device kept (None: all). The events' program and run
+    columns, read by the grouping into executions alone, go once it is done: the step cells
+    made next are the reader's peak of memory."""
     starts = np.array([b for _, b, _ in events.steps], np.int64)
     ends = np.array([e for _, _, e in events.steps], np.int64)
     numbers = [num for num, _, _ in events.steps]
@@ -498,11 +524,16 @@ def cpu_steps(
     of_op = group_executions(
         events.op_begin, events.op_program, events.op_run, events.op_has_run, events.marks, device
     )
+    events.op_program, events.op_run, events.op_has_run = _NO_I64, _NO_I64, np.zeros(0, bool)
     executions = claim_executions(
         of_op, events.op_begin, events.op_end, starts, ends, events.marks, device
     )
     durations, held = step_times(executions, starts, ends, chosen)
     group = np.where(events.on_device(chosen), executions.step[of_op], -1)
+    del of_op
+    # The executions' temporaries left holes in the heap (~250 MB on the 1 GB profile): handed
+    # back before the step cells, this function's peak of memory, are made.
+    release_freed_memory()
     ops, _ = cpu_ops(events, modules, group, durations.tolist())
     warnings = []
     unclaimed = executions.unclaimed

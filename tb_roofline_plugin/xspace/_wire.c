@@ -904,6 +904,86 @@ enum { CELLS_WINDOW, CELLS_CODE, CELLS_SUMS };
 static const Py_ssize_t IDS_SIZES[] = {8, 8, 8, 8, 8, 8};
 static const Py_ssize_t CELLS_SIZES[] = {8, 8, 8, 8, 8, 8, 8};
 
+/* read_tag and read_length with the one-byte case (nearly every tag and length of a
+ * kernel or launch event) inline; the same results and errors. */
+static inline int fast_tag(Parser *ps, const uint8_t **p, const uint8_t *end, uint32_t *field,
+                           int *wire) {
+    if (*p < end && **p < 0x80) {
+        uint8_t tag = *(*p)++;
+        *field = tag >> 3;
+        *wire = tag & 7;
+        if (*field == 0) {
+            ps->error = "field number 0";
+            return -1;
+        }
+        return 0;
+    }
+    return read_tag(ps, p, end, field, wire);
+}
+
+static inline int fast_length(Parser *ps, const uint8_t **p, const uint8_t *end,
+                              uint64_t *length) {
+    if (*p < end && **p < 0x80) {
+        *length = *(*p)++;
+        if (*length > (uint64_t)(end - *p)) {
+            ps->error = "length past the end";
+            return -1;
+        }
+        return 0;
+    }
+    return read_length(ps, p, end, length);
+}
+
+/* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
+ * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
+ * gives the same for this one). */
+static inline int varint_stat(const uint8_t *p, const uint8_t *end, Stat *out) {
+    uint64_t id = 0, bits = 0;
+    int shift = 0;
+    if (p >= end || *p++ != 0x08) return -1; /* field 1, varint */
+    for (;;) { /* at most 9 bytes: no bits past 63 to drop */
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        id |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p >= end) return -1;
+    uint8_t tag = *p++;
+    if (tag != 0x18 && tag != 0x20 && tag != 0x38) return -1; /* fields 3, 4, 7: varints */
+    shift = 0;
+    for (;;) {
+        if (p >= end || shift > 56) return -1;
+        uint8_t byte = *p++;
+        bits |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) break;
+        shift += 7;
+    }
+    if (p != end) return -1;
+    out->id = (int64_t)id;
+    out->bits = (int64_t)bits;
+    out->kind = tag == 0x38 ? KIND_REF : KIND_INT;
+    out->number = 0.0;
+    out->object = NULL;
+    out->object_length = 0;
+    return 0;
+}
+
+/* Which of the wanted stats a stat id is, for ids below STAT_SLOTS (-1: none of them). */
+#define STAT_SLOTS 256
+
+/* The wanted stats' slots of a line: `slot_of` filled and 1, or 0 where a table cannot say
+ * (an id past STAT_SLOTS, or wanted twice): then the ids are compared one by one. */
+static int stat_slots(int8_t *slot_of, const int64_t *ids, const int *have, int n) {
+    memset(slot_of, -1, STAT_SLOTS);
+    for (int j = 0; j < n; j++) {
+        if (!have[j]) continue;
+        if (ids[j] < 0 || ids[j] >= STAT_SLOTS || slot_of[ids[j]] >= 0) return 0;
+        slot_of[ids[j]] = (int8_t)j;
+    }
+    return 1;
+}
+
 /* The wanted stats of one event: the last int and the last double value of each. */
 enum { WANT_OFFSET, WANT_DURATION, WANT_STAT, WANT_SCALE, WANT_COUNT };
 typedef struct {
@@ -940,16 +1020,17 @@ static double stat_number(const Wanted *w, int k) {
     return value;
 }
 
-/* Decodes one XEvent for span_sums: its fields, and the wanted stats' values. */
+/* Decodes one XEvent for span_sums: its fields, and the wanted stats' values (`slot_of`:
+ * the wanted ids' slots, stat_slots'; NULL: the ids compared one by one). */
 static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
-                      const int *have, int64_t fields[4], Wanted *w) {
+                      const int *have, const int8_t *slot_of, int64_t fields[4], Wanted *w) {
     int64_t metadata_id = 0, offset = 0, duration = 0, occurrences = 0;
-    memset(w, 0, sizeof *w);
+    for (int k = 0; k < WANT_COUNT; k++) w->has_int[k] = w->has_double[k] = 0; /* values: unread */
     while (p < end) {
         uint32_t field;
         int wire;
         uint64_t value;
-        if (read_tag(ps, &p, end, &field, &wire) < 0) return -1;
+        if (fast_tag(ps, &p, end, &field, &wire) < 0) return -1;
         if (wire == WIRE_VARINT && field >= 1 && field <= 5 && field != 4) {
             if (read_varint(ps, &p, end, &value) < 0) return -1;
             switch (field) {
@@ -960,15 +1041,29 @@ static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const in
             }
         } else if (wire == WIRE_LEN && field == 4) {
             Stat stat;
-            if (read_length(ps, &p, end, &value) < 0) return -1;
-            if (scan_stat(ps, p, p + value, &stat) < 0) return -1;
+            if (fast_length(ps, &p, end, &value) < 0) return -1;
+            if (varint_stat(p, p + value, &stat) < 0 && scan_stat(ps, p, p + value, &stat) < 0)
+                return -1;
             p += value;
+            if (stat.kind != KIND_INT && stat.kind != KIND_DOUBLE) continue;
+            if (slot_of != NULL) {
+                int k = stat.id >= 0 && stat.id < STAT_SLOTS ? slot_of[stat.id] : -1;
+                if (k < 0) continue;
+                if (stat.kind == KIND_INT) {
+                    w->has_int[k] = 1;
+                    w->int_value[k] = stat.bits;
+                } else {
+                    w->has_double[k] = 1;
+                    w->double_value[k] = stat.number;
+                }
+                continue;
+            }
             for (int k = 0; k < WANT_COUNT; k++) {
                 if (!have[k] || ids[k] != stat.id) continue;
                 if (stat.kind == KIND_INT) {
                     w->has_int[k] = 1;
                     w->int_value[k] = stat.bits;
-                } else if (stat.kind == KIND_DOUBLE) {
+                } else {
                     w->has_double[k] = 1;
                     w->double_value[k] = stat.number;
                 }
@@ -1153,7 +1248,8 @@ static int nest_spans(Sums *s, const Py_ssize_t *order) {
  * (malformed, out of range, partially overlapping spans, sums that could round); -1: out
  * of memory. Touches no Python object (the GIL is released). */
 static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t timestamp_ns,
-                    const int64_t *ids, const int *have, const int64_t *win_begin,
+                    const int64_t *ids, const int *have, const int8_t *slot_of,
+                    const int64_t *win_begin,
                     const int64_t *win_end, Py_ssize_t windows) {
     Parser ps = {p, NULL, NULL, 0};
     int64_t fields[4], prev_begin = 0, prev_end = 0, last_mid = 0;
@@ -1174,14 +1270,14 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
         uint32_t field;
         int wire;
         uint64_t length;
-        if (read_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
         if (!(field == 4 && wire == WIRE_LEN)) {
             if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
             continue;
         }
-        if (read_length(&ps, &p, end, &length) < 0) return 1;
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
-        if (scan_event(&ps, p, p + length, ids, have, fields, &w) < 0) return 1;
+        if (scan_event(&ps, p, p + length, ids, have, slot_of, fields, &w) < 0) return 1;
         p += length;
         int64_t offset = fields[1], duration = fields[2];
         if (offset > MAX_TIME_PS || offset < -MAX_TIME_PS) return 1;
@@ -1327,12 +1423,14 @@ static PyObject *span_sums(PyObject *self, PyObject *args) {
     Py_ssize_t n_lines = PySequence_Fast_GET_SIZE(lines);
     if (held_lines_take(&held, lines, stamps, n_lines) < 0) goto done;
     int status = 0;
+    int8_t slot_of[STAT_SLOTS];
+    const int8_t *slots = stat_slots(slot_of, ids, have, WANT_COUNT) ? slot_of : NULL;
     /* The lines are walked without the GIL: the cores of a host are summed at once. */
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n_lines && status == 0; i++) {
         const uint8_t *start = held.views[i].buf;
         status = sum_line(&s, start, start + held.views[i].len, held.stamps_ns[i], ids, have,
-                          wb.buf, we.buf, windows);
+                          slots, wb.buf, we.buf, windows);
     }
     Py_END_ALLOW_THREADS
     if (status < 0) {
@@ -1479,86 +1577,6 @@ typedef struct {
     int64_t bits[KS_STATS];
     double number[KS_STATS];
 } KernelEvent;
-
-/* read_tag and read_length with the one-byte case (nearly every tag and length of a
- * kernel or launch event) inline; the same results and errors. */
-static inline int fast_tag(Parser *ps, const uint8_t **p, const uint8_t *end, uint32_t *field,
-                           int *wire) {
-    if (*p < end && **p < 0x80) {
-        uint8_t tag = *(*p)++;
-        *field = tag >> 3;
-        *wire = tag & 7;
-        if (*field == 0) {
-            ps->error = "field number 0";
-            return -1;
-        }
-        return 0;
-    }
-    return read_tag(ps, p, end, field, wire);
-}
-
-static inline int fast_length(Parser *ps, const uint8_t **p, const uint8_t *end,
-                              uint64_t *length) {
-    if (*p < end && **p < 0x80) {
-        *length = *(*p)++;
-        if (*length > (uint64_t)(end - *p)) {
-            ps->error = "length past the end";
-            return -1;
-        }
-        return 0;
-    }
-    return read_length(ps, p, end, length);
-}
-
-/* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
- * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
- * gives the same for this one). */
-static inline int varint_stat(const uint8_t *p, const uint8_t *end, Stat *out) {
-    uint64_t id = 0, bits = 0;
-    int shift = 0;
-    if (p >= end || *p++ != 0x08) return -1; /* field 1, varint */
-    for (;;) { /* at most 9 bytes: no bits past 63 to drop */
-        if (p >= end || shift > 56) return -1;
-        uint8_t byte = *p++;
-        id |= (uint64_t)(byte & 0x7F) << shift;
-        if (byte < 0x80) break;
-        shift += 7;
-    }
-    if (p >= end) return -1;
-    uint8_t tag = *p++;
-    if (tag != 0x18 && tag != 0x20 && tag != 0x38) return -1; /* fields 3, 4, 7: varints */
-    shift = 0;
-    for (;;) {
-        if (p >= end || shift > 56) return -1;
-        uint8_t byte = *p++;
-        bits |= (uint64_t)(byte & 0x7F) << shift;
-        if (byte < 0x80) break;
-        shift += 7;
-    }
-    if (p != end) return -1;
-    out->id = (int64_t)id;
-    out->bits = (int64_t)bits;
-    out->kind = tag == 0x38 ? KIND_REF : KIND_INT;
-    out->number = 0.0;
-    out->object = NULL;
-    out->object_length = 0;
-    return 0;
-}
-
-/* Which of the wanted stats a stat id is, for ids below STAT_SLOTS (-1: none of them). */
-#define STAT_SLOTS 256
-
-/* The wanted stats' slots of a line: `slot_of` filled and 1, or 0 where a table cannot say
- * (an id past STAT_SLOTS, or wanted twice): then the ids are compared one by one. */
-static int stat_slots(int8_t *slot_of, const int64_t *ids, const int *have, int n) {
-    memset(slot_of, -1, STAT_SLOTS);
-    for (int j = 0; j < n; j++) {
-        if (!have[j]) continue;
-        if (ids[j] < 0 || ids[j] >= STAT_SLOTS || slot_of[ids[j]] >= 0) return 0;
-        slot_of[ids[j]] = (int8_t)j;
-    }
-    return 1;
-}
 
 static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
                        const int *have, const int8_t *slot_of, KernelEvent *k) {

@@ -10,6 +10,7 @@ negative ids are masked to uint64, as ``docs/xspace.md`` prescribes.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import re
 import threading
@@ -21,7 +22,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
-from ..files import DEFAULT_MAX_BYTES, read_regular
+from ..files import DEFAULT_MAX_BYTES, read_regular, read_releasable, release_range
 from ..protos import xplane_lite_pb2, xplane_pb2
 from .discovery import SNIFF_BYTES, TRACE_NAME, looks_like_trace
 from .event_table import line_tables, split_message
@@ -105,7 +106,9 @@ class LineView:
     __slots__ = ("id", "display_id", "name", "display_name", "timestamp_ns", "duration_ps",
                  "raw", "base", "offset")  # fmt: skip
 
-    def __init__(self, raw: memoryview, base: bytes | None = None, offset: int = 0) -> None:
+    def __init__(
+        self, raw: memoryview, base: bytes | mmap.mmap | None = None, offset: int = 0
+    ) -> None:
         # The header without the events (field 4): protobuf would walk them all to skip them.
         split = _split(raw, 0, len(raw), 4, spans=False)
         header = xplane_lite_pb2.XLineHeader.FromString(raw if split is None else split[1])
@@ -183,7 +186,7 @@ _shared_lock = threading.Lock()
 
 
 def _plane_view(
-    buf: memoryview, start: int, end: int, base: bytes | None, shareable: bool = False
+    buf: memoryview, start: int, end: int, base: bytes | mmap.mmap | None, shareable: bool = False
 ) -> PlaneView:
     """Splits a plane's lines (field 3) from the rest, which protobuf decodes (or, for a
     ``shareable`` plane of metadata read before, takes decoded)."""
@@ -278,6 +281,16 @@ class Profile:
             for plane in self.planes:
                 plane.lines = []
 
+    def done_with_line(self, line) -> None:
+        """The platform reader has read this line for good: where this profile owns the
+        file's bytes and they were read releasable, the line's pages go now, and the line
+        with them (any later read of it fails), so that a reader of a large host plane
+        holds the file's bytes it has not read yet and what it made of the rest, not both."""
+        base = getattr(line, "base", None)
+        if self.release_lines and line.raw is not None and isinstance(base, mmap.mmap):
+            release_range(base, line.offset, line.offset + len(line.raw))
+            line.raw = None
+
     def plane(self, name: str) -> PlaneView | None:
         return next((p for p in self.planes if p.name == name), None)
 
@@ -361,7 +374,7 @@ def _plane_name(buf: memoryview, start: int, end: int) -> str:
 
 
 def decode_profile(
-    data: bytes | memoryview, path: str = "<bytes>", want: PlaneFilter = analysis_planes
+    data: bytes | memoryview | mmap.mmap, path: str = "<bytes>", want: PlaneFilter = analysis_planes
 ) -> Profile:
     """Decodes the planes ``want`` accepts; raises ProfileError naming ``path`` on bad input."""
     buf = memoryview(data)
@@ -383,7 +396,7 @@ def decode_profile(
         names = tuple(name for name, _, _ in found)  # a tuple: filters may cache by it
         for name, start, end in found:
             if want(name, names):
-                base = data if isinstance(data, bytes) else None
+                base = data if isinstance(data, (bytes, mmap.mmap)) else None
                 shareable = TPU_CORE_PLANE.match(name) is not None
                 profile.planes.append(_plane_view(buf, start, end, base, shareable))
             else:
@@ -412,13 +425,16 @@ def _foreign(buf: memoryview) -> str:
     return ""
 
 
-def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+def read_bytes(
+    path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES, releasable: bool = False
+) -> bytes | mmap.mmap:
     """The bytes of a local regular profile file of at most ``max_bytes``; ProfileError
-    naming it when it cannot be read, is no regular file or is larger."""
+    naming it when it cannot be read, is no regular file or is larger. ``releasable``: see
+    ``read_releasable``."""
     name = os.fspath(path)
     if os.path.isdir(name):
         raise ProfileError(name, "is a directory, expected an .xplane.pb file")
-    return read_regular(name, max_bytes)
+    return read_releasable(name, max_bytes) if releasable else read_regular(name, max_bytes)
 
 
 def read_profile(
@@ -426,7 +442,7 @@ def read_profile(
 ) -> Profile:
     """Reads and decodes one ``.xplane.pb`` file; with ``release_lines`` the file's bytes
     are let go once the platform reader is done with the lines (``done_reading``)."""
-    profile = decode_profile(read_bytes(path), os.fspath(path), want)
+    profile = decode_profile(read_bytes(path, releasable=release_lines), os.fspath(path), want)
     profile.release_lines = release_lines
     return profile
 

@@ -1,0 +1,44 @@
+"""glibc's heap as a conversion sets it: freed arrays kept for reuse (fewer fresh pages for
+the kernel to zero), freed pages handed back where memory matters, and the same output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from tb_roofline_plugin import heap
+from tb_roofline_plugin.cli import KEEP_HEAP_ENV
+from tb_roofline_plugin.demo import CpuSpec, cpu_xspace
+
+GLIBC = sys.platform.startswith("linux") and heap._LIBC is not None
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's mallopt and malloc_trim")
+def test_the_heap_settings_take_on_glibc():
+    assert heap.MMAP_THRESHOLD_BYTES == 32 << 20  # glibc refuses more (HEAP_MAX_SIZE / 2)
+    # In a process of its own: the settings last for the rest of the process.
+    code = (
+        "from tb_roofline_plugin import heap\n"
+        "print(heap.reuse_freed_memory())\n"
+        "heap.release_freed_memory()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip() == "True"
+
+
+def test_an_export_is_the_same_with_the_heap_kept_as_it_is(tmp_path):
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(cpu_xspace(CpuSpec(steps=4)).SerializeToString())
+    outputs = []
+    for keep in (False, True):
+        env = {k: v for k, v in os.environ.items() if k != KEEP_HEAP_ENV}
+        if keep:
+            env[KEEP_HEAP_ENV] = "1"
+        command = [sys.executable, "-m", "tb_roofline_plugin.cli", "export", str(path)]
+        done = subprocess.run(command, capture_output=True, env=env, cwd=REPO, check=True)
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1] and b'"rows"' in outputs[0]
