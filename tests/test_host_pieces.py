@@ -91,13 +91,15 @@ def test_host_lines_handed_back_as_they_are_read_give_the_same_roofline(tmp_path
     path.write_bytes(data)
     whole = render(analyze_bytes(data, "h.xplane.pb"), "json", ["h.xplane.pb"])
     monkeypatch.setattr(files, "RELEASABLE_MIN_BYTES", 0)
-    released = []
+    monkeypatch.setattr(cpu, "HOST_CHUNK_EVENTS", 7)  # the bytes of each piece go too
+    released, pieces = [], []
     original = profile_reader.Profile.done_with_line
 
-    def counted(self, line):
-        original(self, line)
-        released.append(line.raw is None)
+    def counted(self, line, end=None):
+        original(self, line, end)
+        (released if end is None else pieces).append(line.raw is None)
 
     monkeypatch.setattr(profile_reader.Profile, "done_with_line", counted)
     assert render(analyze_file(path), "json", ["h.xplane.pb"]) == whole
     assert len(released) >= 2 and all(released)  # every host line, once read
+    assert len(pieces) > 5 and not any(pieces)  # a line read in part stays, its start goes

@@ -227,12 +227,11 @@ def read_host_events(plane: Plane) -> HostEvents:
     return host_events(read_host_parts(plane))
 
 
-def read_host_parts(
-    plane: Plane, done_with_line: Callable[[object], None] | None = None
-) -> _HostParts:
+def read_host_parts(plane: Plane, done_with_line: Callable[..., None] | None = None) -> _HostParts:
     """The host plane's op events, step roots, flow ends and execution marks, each line read
     in pieces of HOST_CHUNK_EVENTS (the ops' nesting is found later, from their columns);
-    ``done_with_line`` is told of each line once it is read (``Profile.done_with_line``)."""
+    ``done_with_line`` is told of the bytes read between pieces and of each line once it
+    is read (``Profile.done_with_line``)."""
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
     end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
@@ -246,7 +245,8 @@ def read_host_parts(
     def read_line(line) -> list[tuple[list, dict, list, np.ndarray]]:
         """Each piece of the line: (step roots, op columns, hlo_op values, their codes)."""
         pieces = []
-        for table in line_tables(line, stats, chunk_events=HOST_CHUNK_EVENTS):
+        tables = line_tables(line, stats, HOST_CHUNK_EVENTS, read_up_to=done_with_line)
+        for table in tables:
             read = integer_stats(table, integer_ids)
             (has_end, end_flow), (has_program, program), (has_flow, flow) = read[:3]
             (has_run, run), (_, device) = read[3:]

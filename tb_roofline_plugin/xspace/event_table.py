@@ -313,12 +313,17 @@ def _compiled_line_table(
     return table, decoded[12]
 
 
-def line_tables(line, stat_ids=None, chunk_events: int = CHUNK_EVENTS) -> Iterator[EventTable]:
+def line_tables(
+    line, stat_ids=None, chunk_events: int = CHUNK_EVENTS, read_up_to=None
+) -> Iterator[EventTable]:
     """The events of ``line`` in pieces of at most ``chunk_events``, with only the stats
     ``stat_ids`` (None: all), so memory holds one piece whatever the line's size.
 
     For readers whose events are independent of each other (steps, launches, kernels).
     Without the compiled decoder, or for decoded messages, one table of the whole line.
+    ``read_up_to(line, end)``, where given, is told before each next piece is decoded that
+    the line's bytes before ``end`` are read for good (the reader is done with the pieces
+    before: ``Profile.done_with_line``).
     """
     raw = getattr(line, "raw", None)
     if raw is None or not compiled_decoder():
@@ -333,6 +338,8 @@ def line_tables(line, stat_ids=None, chunk_events: int = CHUNK_EVENTS) -> Iterat
         yield table
         if start >= len(raw):
             return
+        if read_up_to is not None:
+            read_up_to(line, start)
 
 
 def _compiled_table(events, timestamp_ns: int) -> EventTable:

@@ -281,14 +281,17 @@ class Profile:
             for plane in self.planes:
                 plane.lines = []
 
-    def done_with_line(self, line) -> None:
-        """The platform reader has read this line for good: where this profile owns the
-        file's bytes and they were read releasable, the line's pages go now, and the line
-        with them (any later read of it fails), so that a reader of a large host plane
-        holds the file's bytes it has not read yet and what it made of the rest, not both."""
+    def done_with_line(self, line, end: int | None = None) -> None:
+        """The platform reader has read this line for good (``end``: its bytes before
+        ``end``): where this profile owns the file's bytes and they were read releasable,
+        their pages go now, and a whole line with them (any later read of it fails), so
+        that a reader of a large host plane holds the file's bytes it has not read yet and
+        what it made of the rest, not both."""
         base = getattr(line, "base", None)
-        if self.release_lines and line.raw is not None and isinstance(base, mmap.mmap):
-            release_range(base, line.offset, line.offset + len(line.raw))
+        if not self.release_lines or line.raw is None or not isinstance(base, mmap.mmap):
+            return
+        release_range(base, line.offset, line.offset + min(end or len(line.raw), len(line.raw)))
+        if end is None:
             line.raw = None
 
     def plane(self, name: str) -> PlaneView | None:
