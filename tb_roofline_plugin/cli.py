@@ -62,6 +62,7 @@ def _export(args: argparse.Namespace) -> int:
         _write(layers_csv(stats, step, args.depth), args.output)
         return 0
     pieces = render_pieces(stats, args.format, files, step)
+    del stats  # what the pieces need they hold: a datatable's or CSV's, only its records
     _write(pieces, args.output)
     return 0
 
