@@ -1,10 +1,11 @@
 """glibc's heap, tuned for a conversion's large short-lived arrays (elsewhere: left alone).
 
 A conversion allocates and frees hundreds of arrays of megabytes. Above glibc's mmap
-threshold each one is a fresh mapping whose pages the kernel zeroes on first touch, a
-quarter of the CPU time of a ~100 MB export; kept in the heap, a freed array's pages are
-reused by the next. ``release_freed_memory`` still hands freed pages back where memory
-matters (after a line's pieces are joined).
+threshold each one is a fresh mapping whose pages the kernel zeroes on first touch (a fifth
+of perf's samples of a ~100 MB TPU export); kept in the heap, a freed array's pages are
+reused by the next: 24 % fewer page faults on the ~100 MB CPU profile, 13 % on the TPU one.
+``release_freed_memory`` still hands freed pages back where memory matters (after a line's
+pieces are joined, before the CPU step cells are made).
 """
 
 from __future__ import annotations
