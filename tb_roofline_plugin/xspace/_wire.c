@@ -1020,6 +1020,17 @@ static double stat_number(const Wanted *w, int k) {
     return value;
 }
 
+/* An int or double stat's value as wanted stat k's latest (its kind's). */
+static inline void keep_wanted(Wanted *w, int k, const Stat *stat) {
+    if (stat->kind == KIND_INT) {
+        w->has_int[k] = 1;
+        w->int_value[k] = stat->bits;
+    } else {
+        w->has_double[k] = 1;
+        w->double_value[k] = stat->number;
+    }
+}
+
 /* Decodes one XEvent for span_sums: its fields, and the wanted stats' values (`slot_of`:
  * the wanted ids' slots, stat_slots'; NULL: the ids compared one by one). */
 static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
@@ -1048,26 +1059,11 @@ static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const in
             if (stat.kind != KIND_INT && stat.kind != KIND_DOUBLE) continue;
             if (slot_of != NULL) {
                 int k = stat.id >= 0 && stat.id < STAT_SLOTS ? slot_of[stat.id] : -1;
-                if (k < 0) continue;
-                if (stat.kind == KIND_INT) {
-                    w->has_int[k] = 1;
-                    w->int_value[k] = stat.bits;
-                } else {
-                    w->has_double[k] = 1;
-                    w->double_value[k] = stat.number;
-                }
+                if (k >= 0) keep_wanted(w, k, &stat);
                 continue;
             }
-            for (int k = 0; k < WANT_COUNT; k++) {
-                if (!have[k] || ids[k] != stat.id) continue;
-                if (stat.kind == KIND_INT) {
-                    w->has_int[k] = 1;
-                    w->int_value[k] = stat.bits;
-                } else {
-                    w->has_double[k] = 1;
-                    w->double_value[k] = stat.number;
-                }
-            }
+            for (int k = 0; k < WANT_COUNT; k++)
+                if (have[k] && ids[k] == stat.id) keep_wanted(w, k, &stat);
         } else {
             if (skip_field(ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
         }
