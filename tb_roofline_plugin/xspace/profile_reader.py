@@ -290,7 +290,8 @@ class Profile:
         base = getattr(line, "base", None)
         if not self.release_lines or line.raw is None or not isinstance(base, mmap.mmap):
             return
-        release_range(base, line.offset, line.offset + min(end or len(line.raw), len(line.raw)))
+        read = len(line.raw) if end is None else min(end, len(line.raw))
+        release_range(base, line.offset, line.offset + read)
         if end is None:
             line.raw = None
 
