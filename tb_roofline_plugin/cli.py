@@ -334,9 +334,11 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
             sys.stdout.write("\n")
         sys.stdout.flush()
         return
+    from .render.json_text import write_pieces
+
     try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.writelines(pieces)
+        with open(output, "wb", buffering=0) as f:
+            write_pieces(f, pieces)
     except OSError as exc:
         raise RooflineError(f"{output}: cannot write ({exc.strerror or exc})") from None
 

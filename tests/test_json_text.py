@@ -163,3 +163,20 @@ def test_pure_env_and_a_missing_extension_select_the_python_path(monkeypatch):
     monkeypatch.delenv(json_text.PURE_ENV)
     monkeypatch.setattr(json_text, "_text", None)
     assert not json_text.compiled_writer()
+
+
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["compiled", "pure"])
+def test_write_pieces_writes_each_piece_as_utf8(tmp_path, monkeypatch, pure):
+    """What ``cli export -o`` writes: the pieces' UTF-8, ASCII or not, an empty one too."""
+    monkeypatch.setenv(json_text.PURE_ENV, pure)
+    pieces = ['[{"v": 1.5}', "", ', {"v": "caf\u00e9 \u540d \U0001f600"}', "]" * 70_000]
+    path = tmp_path / "out.json"
+    with open(path, "wb", buffering=0) as f:
+        json_text.write_pieces(f, iter(pieces))
+    assert path.read_bytes() == "".join(pieces).encode("utf-8")
+
+
+@pytest.mark.skipif(not json_text.compiled_writer(), reason="the compiled writer is not built")
+def test_compiled_write_to_a_bad_descriptor_is_an_os_error():
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        json_text._text.write_fd(-1, "text")

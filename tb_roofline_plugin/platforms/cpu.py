@@ -47,8 +47,8 @@ from .cpu_executions import (
     group_executions,
     step_times,
 )
-from .host_steps import number_steps, step_roots
-from .host_sums import integer_stats
+from .host_steps import number_steps, root_columns, step_roots
+from .host_sums import HostOpPiece, compiled_host_ops, host_op_tables, integer_stats
 
 CPU_DEVICE_TYPE = "CPU"
 _OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c", "device_ordinal")
@@ -206,7 +206,7 @@ class _HostParts:
 
     hlo_ops: StringCodes
     columns: dict[str, list] = field(default_factory=dict)
-    roots: list = field(default_factory=list)
+    roots: list = field(default_factory=list)  # step markers: host_steps.Roots per piece
 
     def add(self, **parts: np.ndarray) -> None:
         for name, part in parts.items():
@@ -241,57 +241,77 @@ def read_host_parts(plane: Plane, done_with_line: Callable[..., None] | None = N
     wanted += np.concatenate([execute_meta, schedule_meta]).tolist()
     stats = [ids.get(name) for name in _OP_STATS]  # only the stats read here
     integer_ids = [ids.get(name) for name in _INTEGER_STATS]
+    metas = (end_meta, execute_meta, schedule_meta)
+    tables = host_op_tables(stat_name, end_meta, execute_meta, schedule_meta)
 
-    def read_line(line) -> list[tuple[list, dict, list, np.ndarray]]:
-        """Each piece of the line: (step roots, op columns, hlo_op values, their codes)."""
-        pieces = []
-        tables = line_tables(line, stats, HOST_CHUNK_EVENTS, read_up_to=done_with_line)
-        for table in tables:
-            read = integer_stats(table, integer_ids)
-            (has_end, end_flow), (has_program, program), (has_flow, flow) = read[:3]
-            (has_run, run), (_, device) = read[3:]
-            is_end = has_end & np.isin(table.metadata_id, end_meta)
-            marks = np.isin(table.metadata_id, execute_meta)
-            local, values = table.string_codes(ids.get("hlo_op"), stat_name)
-            named = np.array([bool(v) for v in values] + [False], bool)[local]
-            ops = np.flatnonzero(has_program & named)
-            end_ps = table.end_ps
-            columns = {
-                "flow_ids": end_flow[is_end],
-                "flow_end": end_ps[is_end],
-                "execute": np.stack([table.begin_ps[marks], end_ps[marks]]),
-                "schedule": table.begin_ps[np.isin(table.metadata_id, schedule_meta)],
-                "begin": table.begin_ps[ops],
-                "end": end_ps[ops],
-                "flow": flow[ops],
-                "has_flow": has_flow[ops],
-                "program": program[ops].astype(np.uint64),
-                "run": run[ops],
-                "has_run": has_run[ops],
-                "device": device[ops],
-            }
-            pieces.append((step_roots(table, ids), columns, values, local[ops]))
+    def read_line(line) -> list[HostOpPiece]:
+        """Each piece of the line: one compiled pass each, where it can; from where it
+        cannot on, the pieces' EventTables."""
+        pieces, start = [], 0
+        while tables is not None:
+            read = compiled_host_ops(line, start, HOST_CHUNK_EVENTS, stats, tables)
+            if read is None:
+                break
+            start, piece = read
+            pieces.append(piece)
+            if start >= len(line.raw):
+                return pieces
+            if done_with_line is not None:
+                done_with_line(line, start)
+        for table in line_tables(
+            line, stats, HOST_CHUNK_EVENTS, read_up_to=done_with_line, start=start
+        ):
+            pieces.append(_table_piece(table, ids, stat_name, integer_ids, metas))
         return pieces
 
     # Threads without XLA ops, their ends, step roots or executions are skipped. One line at
     # a time: in threads, two lines' pieces in flight cost more memory than they save time.
     parts = _HostParts(StringCodes())
     for line in plane.lines:
-        for roots, columns, values, codes in (
-            read_line(line) if may_have_stats(line, wanted) else []
-        ):
-            parts.roots.extend(roots)
-            parts.add(**columns)
-            parts.hlo_ops.add_distinct(values, codes)
+        for piece in read_line(line) if may_have_stats(line, wanted) else []:
+            parts.roots.append(piece.roots)
+            parts.add(**piece.columns)
+            parts.hlo_ops.add_distinct(piece.texts, piece.text_index)
         if done_with_line is not None:
             done_with_line(line)
     return parts
 
 
+def _table_piece(table, ids, stat_name, integer_ids, metas) -> HostOpPiece:
+    """A piece of a host line read from its EventTable (the array path of
+    ``compiled_host_ops``): ``metas`` are the ``end:``, execution and schedule events'
+    metadata ids."""
+    end_meta, execute_meta, schedule_meta = metas
+    read = integer_stats(table, integer_ids)
+    (has_end, end_flow), (has_program, program), (has_flow, flow) = read[:3]
+    (has_run, run), (_, device) = read[3:]
+    is_end = has_end & np.isin(table.metadata_id, end_meta)
+    marks = np.isin(table.metadata_id, execute_meta)
+    local, values = table.string_codes(ids.get("hlo_op"), stat_name)
+    named = np.array([bool(v) for v in values] + [False], bool)[local]
+    ops = np.flatnonzero(has_program & named)
+    end_ps = table.end_ps
+    columns = {
+        "flow_ids": end_flow[is_end],
+        "flow_end": end_ps[is_end],
+        "execute": np.stack([table.begin_ps[marks], end_ps[marks]]),
+        "schedule": table.begin_ps[np.isin(table.metadata_id, schedule_meta)],
+        "begin": table.begin_ps[ops],
+        "end": end_ps[ops],
+        "flow": flow[ops],
+        "has_flow": has_flow[ops],
+        "program": program[ops].astype(np.uint64),
+        "run": run[ops],
+        "has_run": has_run[ops],
+        "device": device[ops],
+    }
+    return HostOpPiece(step_roots(table, ids), columns, values, local[ops])
+
+
 def host_events(parts: _HostParts) -> HostEvents:
     """The HostEvents of what ``read_host_parts`` read (the file's bytes may be gone)."""
     hlo_ops = parts.hlo_ops
-    steps = number_steps(parts.roots)
+    steps = number_steps(*root_columns(parts.roots))
     if not parts.columns.get("begin"):
         return HostEvents(_NO_I64, _NO_I64, _NO_I64, _NO_I64, [], steps)
     # Each column is joined where it is first needed, its pieces let go.

@@ -48,52 +48,61 @@ def valid_step_number(num: float) -> bool:
     return bool(valid_step_numbers(np.float64(num)))
 
 
-def number_steps(roots: list[tuple[float, int, int]]) -> list[tuple[int, int, int]]:
+def number_steps(num: np.ndarray, begin: np.ndarray, end: np.ndarray) -> list[tuple[int, int, int]]:
     """Step markers in time order, each numbered by its ``step_num`` or else by position.
 
-    ``roots``: (step_num, NaN where the marker has none; begin; end). Where some marker has
-    a ``step_num``, the others are not steps. A marker inside another's span is part of
-    that step, not a step of its own (e.g. ``FunctionRun`` roots inside ``train`` roots).
+    The markers' columns (``root_columns``): step_num (float64, NaN where the marker has
+    none), begin and end (int64 ps). Where some marker has a ``step_num``, the others are
+    not steps. A marker inside another's span is part of that step, not a step of its own
+    (e.g. ``FunctionRun`` roots inside ``train`` roots).
     """
-    if not roots:
+    if not len(num):
         return []
-    num, begin, end = (np.asarray(column) for column in zip(*roots))
-    numbered = ~np.isnan(num.astype(np.float64))
+    num = np.asarray(num, np.float64)
+    begin, end = np.asarray(begin, np.int64), np.asarray(end, np.int64)
+    numbered = ~np.isnan(num)
     if numbered.any():
         num, begin, end = num[numbered], begin[numbered], end[numbered]
     order = np.lexsort((-end, begin))
     num, begin, end = num[order], begin[order], end[order]
     outer = ~nested_in_earlier(begin, end)
-    num, begin, end = num[outer].astype(np.float64), begin[outer], end[outer]
+    num, begin, end = num[outer], begin[outer], end[outer]
     numbers = np.where(valid_step_numbers(num), num, np.arange(len(num))).astype(np.int64)
     return list(zip(numbers.tolist(), begin.tolist(), end.tolist()))
 
 
-def step_roots(table, ids: dict[str, int]) -> list[tuple[float, int, int]]:
-    """(step number or NaN, begin, end) of the step markers (``_r`` or ``step_num``) of
-    one line's table."""
+Roots = tuple[np.ndarray, np.ndarray, np.ndarray]  # step_num (NaN: none), begin, end (ps)
+
+
+def root_columns(pieces: list[Roots]) -> Roots:
+    """The step markers of several pieces (in order) as one set of columns."""
+    if not pieces:
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(pieces) == 1:
+        return pieces[0]
+    num, begin, end = zip(*pieces)
+    return np.concatenate(num), np.concatenate(begin), np.concatenate(end)
+
+
+def step_roots(table, ids: dict[str, int]) -> Roots:
+    """The step markers (``_r`` or ``step_num``) of one line's table: step number or NaN,
+    begin, end."""
     is_root, _ = table.integers(ids.get("_r"))
     step_num = table.numbers(ids.get("step_num"))
     roots = np.flatnonzero(is_root | ~np.isnan(step_num))
-    step_num = step_num[roots]
-    return list(
-        zip(
-            step_num.tolist(),
-            table.begin_ps[roots].tolist(),
-            table.end_ps[roots].tolist(),
-        )
-    )
+    return step_num[roots], table.begin_ps[roots], table.end_ps[roots]
 
 
 def _marker_parts(plane: Plane, ids: dict[str, int], wanted: list) -> tuple[list, list, list]:
     """The step roots, launch ids and launch times of the host's lines, line by line."""
-    roots, launch_ids, launch_ps = [], [], []
+    roots: list[Roots] = []
+    launch_ids, launch_ps = [], []
     for line in plane.lines:
         if not may_have_stats(line, wanted):
             continue  # e.g. Python or framework threads without roots or launches
         stats = [ids.get(name) for name in MARKER_STATS]
         for table in line_tables(line, stats, chunk_events=MARKER_CHUNK_EVENTS):
-            roots.extend(step_roots(table, ids))
+            roots.append(step_roots(table, ids))
             has_id, correlation = table.integers(ids.get("correlation_id"))
             launch_ids.append(correlation[has_id].astype(np.uint64))
             launch_ps.append(table.begin_ps[has_id])
@@ -109,11 +118,11 @@ def host_markers(plane: Plane | None) -> HostMarkers:
     compiled = compiled_host_launches(plane.lines, wanted)  # one C pass, where it can
     if compiled is not None:
         step_num, begin, end, correlation, launched_ps = compiled
-        roots = list(zip(step_num.tolist(), begin.tolist(), end.tolist()))
+        roots = [(step_num, begin, end)]
         launch_ids, launch_ps = [correlation], [launched_ps]
     else:
         roots, launch_ids, launch_ps = _marker_parts(plane, ids, wanted)
-    markers.steps = number_steps(roots)
+    markers.steps = number_steps(*root_columns(roots))
     if launch_ids:
         all_ids, all_ps = np.concatenate(launch_ids), np.concatenate(launch_ps)
         if (all_ids[1:] > all_ids[:-1]).all():  # ascending and unique already: as they are

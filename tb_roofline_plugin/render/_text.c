@@ -23,8 +23,15 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef _WIN32
+#include <io.h>
+#define write(fd, data, size) _write((fd), (data), (unsigned int)(size))
+#else
+#include <unistd.h>
+#endif
 
 /* --- 64 x 64 -> 128-bit products --------------------------------------------------------- */
 
@@ -836,8 +843,45 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(write_fd_doc,
+"write_fd(fd, text)\n\n"
+"Writes the str `text` as UTF-8 to the file descriptor `fd`, all of it. An ASCII str (every\n"
+"datatable and json text) is written from its own bytes: no encoded copy, which was a\n"
+"third of the time of writing a 58 MB datatable. Raises OSError.");
+
+#define WRITE_CHUNK ((Py_ssize_t)1 << 30) /* bytes at most per write call */
+
+static PyObject *write_fd(PyObject *self, PyObject *args) {
+    (void)self;
+    int fd;
+    PyObject *text;
+    if (!PyArg_ParseTuple(args, "iU", &fd, &text)) return NULL;
+    Py_ssize_t size;
+    const char *data = PyUnicode_AsUTF8AndSize(text, &size);
+    if (data == NULL) return NULL;
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (size > 0) {
+        Py_ssize_t n = write(fd, data, (size_t)(size < WRITE_CHUNK ? size : WRITE_CHUNK));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            error = errno;
+            break;
+        }
+        data += n;
+        size -= n;
+    }
+    Py_END_ALLOW_THREADS
+    if (error) {
+        errno = error;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"rows", rows, METH_VARARGS, rows_doc},
+    {"write_fd", write_fd, METH_VARARGS, write_fd_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from json.encoder import encode_basestring_ascii
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -32,6 +32,20 @@ _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 def compiled_writer() -> bool:
     """Whether rows are written by the compiled writer (built, and not turned off)."""
     return _text is not None and os.environ.get(PURE_ENV, "") in ("", "0")
+
+
+def write_pieces(file: BinaryIO, pieces: Iterable[str]) -> None:
+    """Writes text pieces as UTF-8 to an unbuffered binary file, one after the other as they
+    are made; with the compiled writer straight from each str's bytes (``_text.write_fd``:
+    a big datatable's pieces are never encoded into copies)."""
+    compiled = compiled_writer() and hasattr(_text, "write_fd")
+    for piece in pieces:
+        if compiled:
+            _text.write_fd(file.fileno(), piece)
+            continue
+        data = memoryview(piece.encode("utf-8"))
+        while data:  # an unbuffered write may take only part
+            data = data[file.write(data) or 0 :]
 
 
 # --- the compiled writer's row templates --------------------------------------------------------

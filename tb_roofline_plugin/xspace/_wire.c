@@ -78,7 +78,7 @@ static PyTypeObject BufferType = {
 /* Growable columns that share one row count: the stats of a line (one row per XStat) or
  * where its str/bytes values lie. Each column is raw memory (no Python object, so rows grow
  * without the GIL), handed to Python as a Buffer when done (`rows_take`). */
-#define MAX_COLUMNS 8
+#define MAX_COLUMNS 10
 
 typedef struct {
     Py_ssize_t count, capacity; /* rows used, rows allocated */
@@ -1564,18 +1564,21 @@ done:
 /* The stats of a kernel that kernel_sums reads (the order of its stat_ids). */
 enum { KS_HLO_OP, KS_PROGRAM, KS_TF_OP, KS_CORRELATION, KS_FLOPS, KS_BYTES, KS_STATS };
 
-/* One kernel event as the wire gives it: its fields, and each wanted stat's last value and
- * how often the event has it. */
+/* One kernel (or host) event as the wire gives it: its fields, and each wanted stat's last
+ * value and how often the event has it (at most SCAN_STATS stats). */
+#define SCAN_STATS 8
 typedef struct {
     int64_t metadata_id, offset, duration;
-    int count[KS_STATS];
-    int8_t kind[KS_STATS];
-    int64_t bits[KS_STATS];
-    double number[KS_STATS];
+    int count[SCAN_STATS];
+    int8_t kind[SCAN_STATS];
+    int64_t bits[SCAN_STATS];
+    double number[SCAN_STATS];
 } KernelEvent;
 
+/* Decodes one event's fields and its `n` wanted stats (`slot_of`: their slots, stat_slots';
+ * NULL: the ids compared one by one). */
 static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const int64_t *ids,
-                       const int *have, const int8_t *slot_of, KernelEvent *k) {
+                       const int *have, int n, const int8_t *slot_of, KernelEvent *k) {
     memset(k->count, 0, sizeof k->count);
     memset(k->kind, 0, sizeof k->kind);
     k->metadata_id = k->offset = k->duration = 0;
@@ -1608,7 +1611,7 @@ static int scan_kernel(Parser *ps, const uint8_t *p, const uint8_t *end, const i
                 }
                 continue;
             }
-            for (int j = 0; j < KS_STATS; j++) {
+            for (int j = 0; j < n; j++) {
                 if (!have[j] || ids[j] != stat.id) continue;
                 k->count[j]++;
                 k->kind[j] = stat.kind;
@@ -1938,7 +1941,7 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
         }
         if (fast_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
+        if (scan_kernel(&ps, p, p + length, ids, have, KS_STATS, slot_of, &k) < 0) return 1;
         p += length;
         for (int j = 0; j < KS_STATS; j++)
             if (k.count[j] > 1) return 1; /* which value counts: the array path's rule */
@@ -2390,7 +2393,7 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
         }
         if (fast_length(&ps, &p, end, &length) < 0) return 1;
         ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, slot_of, &k) < 0) return 1;
+        if (scan_kernel(&ps, p, p + length, ids, have, 3, slot_of, &k) < 0) return 1;
         p += length;
         for (int j = 0; j < 3; j++)
             if (k.count[j] > 1) return 1;
@@ -2481,7 +2484,205 @@ done:
     return result;
 }
 
+/* --- XLA:CPU host ops: a host line's op events, flow ends, executions and step roots --- */
+
+/* The stats host_ops reads (platforms/cpu._OP_STATS' order). */
+enum { HO_HLO_OP, HO_PROGRAM, HO_ROOT, HO_STEP_NUM, HO_RUN, HO_FLOW, HO_END_FLOW, HO_DEVICE,
+       HO_STATS };
+/* What an event's metadata id makes it (the flags table's bits). */
+enum { HO_IS_END = 1, HO_IS_EXECUTE = 2, HO_IS_SCHEDULE = 4 };
+/* The op columns: begin, end, flow (_p), program, run, device, hlo_op ref; has flow, has run. */
+static const Py_ssize_t HO_OP_SIZES[] = {8, 8, 8, 8, 8, 8, 8, 1, 1};
+
+typedef struct {
+    Rows ops, ends, executes, schedules, roots;
+    const uint8_t *flags, *named; /* per event metadata id; per stat metadata id */
+    Py_ssize_t n_flags, n_named;
+} HostOps;
+
+/* An int stat's bits, 0 where the event has none (EventTable.integers' values). */
+static inline int64_t int_bits(const KernelEvent *k, int j) {
+    return k->kind[j] == KIND_INT ? k->bits[j] : 0;
+}
+
+/* The events of one piece of a serialized XLine, from *at, at most `max_events` of them;
+ * *at is moved past them. 0; 1: the array path must read the piece (malformed, out of range,
+ * a stat twice in an event, a string-valued hlo_op); -1: out of memory. */
+static int host_ops_piece(HostOps *h, const uint8_t **at, const uint8_t *end,
+                          Py_ssize_t max_events, int64_t timestamp_ns, const int64_t *ids,
+                          const int *have) {
+    const uint8_t *p = *at;
+    Parser ps = {p, NULL, NULL, 0};
+    KernelEvent k;
+    int8_t table[STAT_SLOTS];
+    const int8_t *slot_of = stat_slots(table, ids, have, HO_STATS) ? table : NULL;
+    if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
+    int64_t base_ps = timestamp_ns * 1000;
+    Py_ssize_t events = 0;
+    while (p < end && (max_events < 0 || events < max_events)) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
+            continue;
+        }
+        if (fast_length(&ps, &p, end, &length) < 0) return 1;
+        ps.start = p;
+        if (scan_kernel(&ps, p, p + length, ids, have, HO_STATS, slot_of, &k) < 0) return 1;
+        p += length;
+        events++;
+        for (int j = 0; j < HO_STATS; j++)
+            if (k.count[j] > 1) return 1;
+        if (k.kind[HO_HLO_OP] == KIND_STR) return 1; /* named by its text: the array path */
+        if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
+        if (k.duration < 0 || k.duration > MAX_TIME_PS) return 1;
+        int64_t begin = k.offset + base_ps, stop;
+        if (__builtin_add_overflow(begin, k.duration, &stop)) return 1;
+        int flags = k.metadata_id >= 0 && k.metadata_id < h->n_flags ? h->flags[k.metadata_id] : 0;
+        double step_num = host_number(&k, HO_STEP_NUM);
+        if (k.kind[HO_ROOT] == KIND_INT || !isnan(step_num)) {
+            if (rows_reserve(&h->roots) < 0) return -1;
+            Py_ssize_t row = h->roots.count++;
+            CELL(&h->roots, 0, double, row) = step_num;
+            CELL(&h->roots, 1, int64_t, row) = begin;
+            CELL(&h->roots, 2, int64_t, row) = stop;
+        }
+        if ((flags & HO_IS_END) && k.kind[HO_END_FLOW] == KIND_INT) {
+            if (rows_reserve(&h->ends) < 0) return -1;
+            Py_ssize_t row = h->ends.count++;
+            CELL(&h->ends, 0, int64_t, row) = k.bits[HO_END_FLOW];
+            CELL(&h->ends, 1, int64_t, row) = stop;
+        }
+        if (flags & HO_IS_EXECUTE) {
+            if (rows_reserve(&h->executes) < 0) return -1;
+            Py_ssize_t row = h->executes.count++;
+            CELL(&h->executes, 0, int64_t, row) = begin;
+            CELL(&h->executes, 1, int64_t, row) = stop;
+        }
+        if (flags & HO_IS_SCHEDULE) {
+            if (rows_reserve(&h->schedules) < 0) return -1;
+            CELL(&h->schedules, 0, int64_t, h->schedules.count++) = begin;
+        }
+        int64_t hlo = k.bits[HO_HLO_OP];
+        if (k.kind[HO_PROGRAM] != KIND_INT || k.kind[HO_HLO_OP] != KIND_REF || hlo < 0 ||
+            hlo >= h->n_named || !h->named[hlo])
+            continue; /* not an XLA op: no program, or an hlo_op without a name */
+        if (rows_reserve(&h->ops) < 0) return -1;
+        Py_ssize_t row = h->ops.count++;
+        CELL(&h->ops, 0, int64_t, row) = begin;
+        CELL(&h->ops, 1, int64_t, row) = stop;
+        CELL(&h->ops, 2, int64_t, row) = int_bits(&k, HO_FLOW);
+        CELL(&h->ops, 3, int64_t, row) = k.bits[HO_PROGRAM];
+        CELL(&h->ops, 4, int64_t, row) = int_bits(&k, HO_RUN);
+        CELL(&h->ops, 5, int64_t, row) = int_bits(&k, HO_DEVICE);
+        CELL(&h->ops, 6, int64_t, row) = hlo;
+        CELL(&h->ops, 7, uint8_t, row) = k.kind[HO_FLOW] == KIND_INT;
+        CELL(&h->ops, 8, uint8_t, row) = k.kind[HO_RUN] == KIND_INT;
+    }
+    *at = p;
+    return 0;
+}
+
+PyDoc_STRVAR(host_ops_doc,
+"host_ops(line, timestamp_ns, start, max_events, stat_ids, flags, named)\n"
+"    -> None or (next, op begin_ps, end_ps, flow, program, run, device, hlo_op ref,\n"
+"                has_flow, has_run, end flow id, end end_ps, execute begin_ps, end_ps,\n"
+"                schedule begin_ps, root step_num, begin_ps, end_ps)\n\n"
+"One pass over a piece of a serialized XLine of an XLA:CPU host plane: from byte `start`,\n"
+"at most `max_events` events (-1: all); `next` is the byte offset to go on from.\n"
+"stat_ids: the ids (or None) of hlo_op, program_id, _r, step_num, run_id, _p, _c and\n"
+"device_ordinal. flags (bytes, indexed by event metadata id; ids past it 0): bit 1 an\n"
+"`end:` event, 2 an execution, 4 a schedule. named (bytes, indexed by stat metadata id):\n"
+"1 where the id names a non-empty string. An op is an event with an int program_id and an\n"
+"hlo_op ref that is named (int64 columns; the int stats' bits, 0 where absent; bool\n"
+"has_flow, has_run); an end an `end:` event with an int _c; a root an event with an int _r\n"
+"or a numeric step_num (float64, NaN where absent); each in event order. None where the\n"
+"array path must read the piece: malformed, out of range, a stat twice in an event, or a\n"
+"string-valued hlo_op.");
+
+static PyObject *host_ops(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *line, *ids_arg, *flags_arg, *named_arg;
+    long long timestamp_ns;
+    Py_ssize_t start, max_events;
+    if (!PyArg_ParseTuple(args, "OLnnOOO", &line, &timestamp_ns, &start, &max_events, &ids_arg,
+                          &flags_arg, &named_arg))
+        return NULL;
+    Py_buffer view = {0}, flags = {0}, named = {0};
+    PyObject *ids_seq = NULL, *columns = NULL, *next = NULL, *result = NULL;
+    int64_t ids[HO_STATS] = {0};
+    int have[HO_STATS] = {0};
+    HostOps h;
+    rows_init(&h.ops, 9, HO_OP_SIZES);
+    rows_init(&h.ends, 2, EIGHT);
+    rows_init(&h.executes, 2, EIGHT);
+    rows_init(&h.schedules, 1, EIGHT);
+    rows_init(&h.roots, 3, EIGHT);
+    if (PyObject_GetBuffer(line, &view, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(flags_arg, &flags, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(named_arg, &named, PyBUF_SIMPLE) < 0)
+        goto done;
+    ids_seq = PySequence_Fast(ids_arg, "host_ops expects a sequence of stat ids");
+    if (ids_seq == NULL) goto done;
+    if (PySequence_Fast_GET_SIZE(ids_seq) != HO_STATS) {
+        PyErr_SetString(PyExc_ValueError, "host_ops expects eight stat ids");
+        goto done;
+    }
+    if (start < 0 || start > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start is outside the line");
+        goto done;
+    }
+    if (stat_ids_of(ids_seq, HO_STATS, ids, have) < 0) goto done;
+    h.flags = flags.buf;
+    h.n_flags = flags.len;
+    h.named = named.buf;
+    h.n_named = named.len;
+    const uint8_t *p = (const uint8_t *)view.buf + start;
+    const uint8_t *end = (const uint8_t *)view.buf + view.len;
+    /* Room for about the ops the piece holds (an op event is tens of bytes). */
+    Py_ssize_t expected = (end - p) / 48 + 16;
+    if (max_events >= 0 && expected > max_events) expected = max_events + 1;
+    int status = rows_resize(&h.ops, expected) < 0 ? -1 : 0;
+    if (status == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        status = host_ops_piece(&h, &p, end, max_events, timestamp_ns, ids, have);
+        Py_END_ALLOW_THREADS
+    }
+    if (status < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    next = PyLong_FromSsize_t(p - (const uint8_t *)view.buf);
+    columns = PyList_New(0);
+    if (next == NULL || columns == NULL || PyList_Append(columns, next) < 0 ||
+        rows_take_all(&h.ops, columns) < 0 || rows_take_all(&h.ends, columns) < 0 ||
+        rows_take_all(&h.executes, columns) < 0 || rows_take_all(&h.schedules, columns) < 0 ||
+        rows_take_all(&h.roots, columns) < 0)
+        goto done;
+    result = PyList_AsTuple(columns);
+done:
+    Py_XDECREF(next);
+    Py_XDECREF(columns);
+    rows_clear(&h.ops);
+    rows_clear(&h.ends);
+    rows_clear(&h.executes);
+    rows_clear(&h.schedules);
+    rows_clear(&h.roots);
+    Py_XDECREF(ids_seq);
+    if (view.obj != NULL) PyBuffer_Release(&view);
+    if (flags.obj != NULL) PyBuffer_Release(&flags);
+    if (named.obj != NULL) PyBuffer_Release(&named);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"host_ops", host_ops, METH_VARARGS, host_ops_doc},
     {"span_sums", span_sums, METH_VARARGS, span_sums_doc},
     {"host_integers", host_integers, METH_VARARGS, host_integers_doc},
     {"kernel_sums", kernel_sums, METH_VARARGS, kernel_sums_doc},

@@ -314,10 +314,11 @@ def _compiled_line_table(
 
 
 def line_tables(
-    line, stat_ids=None, chunk_events: int = CHUNK_EVENTS, read_up_to=None
+    line, stat_ids=None, chunk_events: int = CHUNK_EVENTS, read_up_to=None, start: int = 0
 ) -> Iterator[EventTable]:
     """The events of ``line`` in pieces of at most ``chunk_events``, with only the stats
-    ``stat_ids`` (None: all), so memory holds one piece whatever the line's size.
+    ``stat_ids`` (None: all), so memory holds one piece whatever the line's size; from
+    byte ``start`` of a line read from the file's bytes (where an earlier reader stopped).
 
     For readers whose events are independent of each other (steps, launches, kernels).
     Without the compiled decoder, or for decoded messages, one table of the whole line.
@@ -332,7 +333,6 @@ def line_tables(
     wanted = None
     if stat_ids is not None:
         wanted = np.asarray([i for i in stat_ids if i is not None], np.int64).tobytes()
-    start = 0
     while True:
         table, start = _compiled_line_table(raw, line.timestamp_ns, start, chunk_events, wanted)
         yield table
