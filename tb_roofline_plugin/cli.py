@@ -9,7 +9,7 @@ import sys
 from typing import Iterable
 
 from .errors import RooflineError
-from .heap import reuse_freed_memory
+from .heap import collect_cycles_rarely, reuse_freed_memory
 from .metadata import PARALLEL_MIN_MB
 from .wording import terminal_safe
 
@@ -485,7 +485,8 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-# Set (to anything) to leave glibc's heap as it is: benchmarks compare with and without.
+# Set (to anything) to leave glibc's heap and Python's cycle collector as they are (heap.py):
+# benchmarks compare with and without.
 KEEP_HEAP_ENV = "TB_ROOFLINE_KEEP_HEAP"
 # Environment numpy's BLAS reads when numpy is first imported: one thread, for the commands
 # that multiply no matrices (idle BLAS threads spin: ~0.1 CPU s of each start-up); not for
@@ -501,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.setdefault(name, value)
     if args.func in (_export, _summary, _compare) and not os.environ.get(KEEP_HEAP_ENV):
         reuse_freed_memory()
+        collect_cycles_rarely()
     try:
         return args.func(args)
     except RooflineError as exc:

@@ -1,5 +1,6 @@
-"""glibc's heap as a conversion sets it: freed arrays kept for reuse (fewer fresh pages for
-the kernel to zero), freed pages handed back where memory matters, and the same output."""
+"""glibc's heap and the cycle collector as a conversion sets them: freed arrays kept for reuse
+(fewer fresh pages for the kernel to zero), freed pages handed back where memory matters,
+cycles collected rarely, and the same output."""
 
 from __future__ import annotations
 
@@ -28,6 +29,21 @@ def test_the_heap_settings_take_on_glibc():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stdout.strip() == "True"
+
+
+def test_cycles_are_collected_rarely_and_still_collected():
+    code = (
+        "import gc, weakref\n"
+        "from tb_roofline_plugin import heap\n"
+        "heap.collect_cycles_rarely()\n"
+        "class Node: pass\n"
+        "a, b = Node(), Node(); a.b, b.a = b, a; alive = weakref.ref(a); del a, b\n"
+        "print(gc.get_threshold()[0], alive() is not None)\n"
+        "gc.collect(); print(alive() is None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(heap.YOUNG_COLLECTION_ALLOCATIONS), "True", "True"]
 
 
 def test_an_export_is_the_same_with_the_heap_kept_as_it_is(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import Callable
 
 import numpy as np
@@ -38,7 +39,6 @@ class StepInfo:
         complete: bool,
         db: OpMetricsDb | None = None,
         duration_ps: int = 0,  # wall time of the step (longest core)
-        *,
         table: StepOps | None = None,
         index: int = -1,
     ) -> None:
@@ -102,13 +102,13 @@ def table_steps(table: StepOps, numbers, complete, durations) -> list[StepInfo]:
     numbers = np.asarray(numbers, np.int64)
     complete = np.asarray(complete, bool)
     durations = np.asarray(durations, np.int64)
-    # As Python ints and bools once: tens of thousands of steps, no numpy scalar each.
-    items = [
-        StepInfo(num, done, duration_ps=d, table=table, index=i)
-        for i, (num, done, d) in enumerate(
-            zip(numbers.tolist(), complete.tolist(), durations.tolist())
-        )
-    ]
+    # As Python ints and bools once: tens of thousands of steps, no numpy scalar each; the
+    # arguments by position (keywords cost as much again).
+    n = len(numbers)
+    items = list(
+        map(StepInfo, numbers.tolist(), complete.tolist(), repeat(None, n), durations.tolist(),
+            repeat(table, n), range(n))
+    )  # fmt: skip
     return StepList(items, table, numbers, complete, durations)
 
 
