@@ -64,11 +64,12 @@ def _space(events: list[dict], timestamp_ns: int = 1_000) -> xplane_pb2.XSpace:
     return space
 
 
-def _parts(data: bytes, monkeypatch, compiled_pass: bool, chunk_events: int):
+def _parts(data: bytes, monkeypatch, compiled_pass: bool, chunk_events: int, threads=False):
     """cpu.read_host_parts' columns (joined), roots (a NaN step number as None) and hlo_op
     codes and texts."""
     with monkeypatch.context() as patch:
         patch.setattr(cpu, "HOST_CHUNK_EVENTS", chunk_events)
+        patch.setattr(cpu, "THREADS_MIN_BYTES", 0 if threads else 1 << 62)
         if not compiled_pass:
             patch.setattr(cpu, "host_op_tables", lambda *args: None)
         parts = cpu.read_host_parts(decode_profile(data).plane(HOST_PLANE))
@@ -83,6 +84,8 @@ def _check(data: bytes, monkeypatch) -> None:
     expected = _parts(data, monkeypatch, False, cpu.HOST_CHUNK_EVENTS)
     for chunk_events in (cpu.HOST_CHUNK_EVENTS, 7):
         assert _parts(data, monkeypatch, True, chunk_events) == expected
+    # The lines read in threads (as a big profile's are): the same parts, in line order.
+    assert _parts(data, monkeypatch, True, 7, threads=True) == expected
 
 
 @compiled

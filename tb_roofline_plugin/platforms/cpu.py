@@ -49,6 +49,7 @@ from .cpu_executions import (
 )
 from .host_steps import number_steps, root_columns, step_roots
 from .host_sums import HostOpPiece, compiled_host_ops, host_op_tables, integer_stats
+from .in_threads import THREADS_MIN_BYTES, thread_map
 
 CPU_DEVICE_TYPE = "CPU"
 _OP_STATS = ("hlo_op", "program_id", "_r", "step_num", "run_id", "_p", "_c", "device_ordinal")
@@ -264,16 +265,24 @@ def read_host_parts(plane: Plane, done_with_line: Callable[..., None] | None = N
             pieces.append(_table_piece(table, ids, stat_name, integer_ids, metas))
         return pieces
 
-    # Threads without XLA ops, their ends, step roots or executions are skipped. One line at
-    # a time: in threads, two lines' pieces in flight cost more memory than they save time.
+    def read_whole_line(line) -> list[HostOpPiece]:
+        """Threads without XLA ops, their ends, step roots or executions are skipped."""
+        pieces = read_line(line) if may_have_stats(line, wanted) else []
+        if done_with_line is not None:
+            done_with_line(line)
+        return pieces
+
+    # The compiled pass runs without the GIL: lines at once where they are worth it. Not the
+    # array path's: two lines' EventTables in flight cost more memory than they save time.
+    lines = list(plane.lines)
+    size = sum(len(getattr(line, "raw", None) or b"") for line in lines)
+    threads = None if tables is not None and size >= THREADS_MIN_BYTES else 1
     parts = _HostParts(StringCodes())
-    for line in plane.lines:
-        for piece in read_line(line) if may_have_stats(line, wanted) else []:
+    for pieces in thread_map(read_whole_line, lines, threads):
+        for piece in pieces:
             parts.roots.append(piece.roots)
             parts.add(**piece.columns)
             parts.hlo_ops.add_distinct(piece.texts, piece.text_index)
-        if done_with_line is not None:
-            done_with_line(line)
     return parts
 
 

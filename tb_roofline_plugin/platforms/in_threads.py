@@ -9,6 +9,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+THREADS_MIN_BYTES = 8_000_000  # lines of a host worth reading in threads (their start-up)
+
 T = TypeVar("T")
 R = TypeVar("R")
 

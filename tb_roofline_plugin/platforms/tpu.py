@@ -43,12 +43,11 @@ from ..xspace.profile_reader import (
     stats_dict,
 )
 from .host_steps import valid_step_number, valid_step_numbers
-from .in_threads import thread_map
+from .in_threads import THREADS_MIN_BYTES, thread_map
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
 _EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
-THREADS_MIN_BYTES = 8_000_000  # lines of a host's cores worth summing in threads
 
 
 @dataclass
