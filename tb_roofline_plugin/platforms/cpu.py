@@ -230,9 +230,10 @@ def read_host_events(plane: Plane) -> HostEvents:
 
 def read_host_parts(plane: Plane, done_with_line: Callable[..., None] | None = None) -> _HostParts:
     """The host plane's op events, step roots, flow ends and execution marks, each line read
-    in pieces of HOST_CHUNK_EVENTS (the ops' nesting is found later, from their columns);
-    ``done_with_line`` is told of the bytes read between pieces and of each line once it
-    is read (``Profile.done_with_line``)."""
+    in pieces of HOST_CHUNK_EVENTS by one compiled pass each (``compiled_host_ops``), lines
+    in threads (the ops' nesting is found later, from their columns); ``done_with_line`` is
+    told of the bytes read between pieces and of each line once it is read
+    (``Profile.done_with_line``)."""
     ids = stat_ids(plane, _OP_STATS)
     stat_name = stat_names(plane)
     end_meta = _metadata_ids(plane, lambda name: name.startswith(END_PREFIX))
@@ -266,7 +267,8 @@ def read_host_parts(plane: Plane, done_with_line: Callable[..., None] | None = N
         return pieces
 
     def read_whole_line(line) -> list[HostOpPiece]:
-        """Threads without XLA ops, their ends, step roots or executions are skipped."""
+        """A host thread's line; skipped where it has no XLA ops, ends, step roots or
+        executions."""
         pieces = read_line(line) if may_have_stats(line, wanted) else []
         if done_with_line is not None:
             done_with_line(line)
