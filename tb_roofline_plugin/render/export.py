@@ -221,6 +221,7 @@ def op_details(
     database: RooflineModel | roofline_model_pb2.RooflineModelDatabase,
     stats: OpStats,
     selection: Selection,
+    columns: OpColumns | None = None,
 ) -> list[dict]:
     """Per op of the selection (infeed/outfeed included): dtype-aware efficiency, wasted time.
 
@@ -228,15 +229,16 @@ def op_details(
     single peak); wasted time is self time x (1 - roofline efficiency), never negative (self
     time: a loop's body is wasted in the body's rows, never again in the loop's), and its
     fraction is of the selection's device time. Ties keep record order (a stable sort).
+    ``columns``: ``op_detail_columns`` of the same, made before.
     """
-    columns = _op_detail_columns(as_model(database), stats, selection)
+    columns = columns or op_detail_columns(as_model(database), stats, selection)
     lists = [v.tolist() if isinstance(v, np.ndarray) else v for v in columns.values()]
     return [dict(zip(columns, row)) for row in zip(*lists)]
 
 
-def _op_details_text(model: RooflineModel, stats: OpStats, selection: Selection, indent) -> str:
-    """``json.dumps`` of ``op_details`` as the value of a top-level key."""
-    columns = _op_detail_columns(model, stats, selection)
+def _op_details_text(columns: OpColumns, indent) -> str:
+    """``json.dumps`` of ``op_details`` (of its ``op_detail_columns``) as the value of a
+    top-level key."""
     if compiled_writer():
         literals, tail = object_literals(list(columns), indent, 2)
         fields = [column_field(lit, values) for lit, values in zip(literals, columns.values())]
@@ -359,10 +361,12 @@ def _with_plausibility(
     return {**header, "diagnostics": diagnostics}
 
 
-def _op_detail_columns(
-    model: RooflineModel, stats: OpStats, selection: Selection
-) -> dict[str, np.ndarray | list]:
-    """The columns of ``op_details``, in its key order."""
+OpColumns = dict[str, np.ndarray | list]
+
+
+def op_detail_columns(model: RooflineModel, stats: OpStats, selection: Selection) -> OpColumns:
+    """The columns of ``op_details``, in its key order (the ops' details and the advice are
+    both read from them: made once per selection's json)."""
     ops = selected_ops(model, selection)
     db = selection.db
     dtypes = _op_dtypes(stats, selection, ops)
@@ -412,12 +416,15 @@ def _op_detail_columns(
     }
 
 
-def advice(model: RooflineModel, stats: OpStats, selection: Selection) -> list[dict]:
-    """ "Where the time goes" of the selection (``render.advice``)."""
+def advice(
+    model: RooflineModel, stats: OpStats, selection: Selection, columns: OpColumns | None = None
+) -> list[dict]:
+    """ "Where the time goes" of the selection (``render.advice``); ``columns``: its
+    ``op_detail_columns``, made before."""
     from .advice import advice_lines
 
     ops = selected_ops(model, selection)
-    columns = _op_detail_columns(model, stats, selection)
+    columns = columns or op_detail_columns(model, stats, selection)
     device = device_summary(stats)
     return advice_lines(
         names=ops["hlo_name"].tolist(),
@@ -753,12 +760,14 @@ def _body(
     database: dict,
     ops: list[dict] | None = None,
     steps: list[dict] | None = None,
+    op_columns: OpColumns | None = None,
 ) -> dict:
     # The json's own sections, imported here: a datatable or CSV export never loads them.
     from ..roofline.classes import BOUND_WORDS
     from .hardware import hardware_section
     from .layers import layers_dict
 
+    op_columns = op_columns or op_detail_columns(model, stats, selection)
     body = {
         "step": selection.label,
         "format": "tb-roofline/1",
@@ -767,10 +776,10 @@ def _body(
         "hosts": stats.hosts,
         "device": device_summary(stats),
         "steps": step_dicts(stats.steps) if steps is None else steps,
-        "ops": op_details(model, stats, selection) if ops is None else ops,
+        "ops": op_details(model, stats, selection, op_columns) if ops is None else ops,
         "unattributed_kernels": _unattributed(stats),
         "notes": _notes(stats),
-        "advice": advice(model, stats, selection),
+        "advice": advice(model, stats, selection, op_columns),
         "layers": layers_dict(stats, parse_step(selection.label)),
         "roofline_classes": dict(BOUND_WORDS),
         "database": database,
@@ -835,15 +844,17 @@ def complete_json_pieces(
     if len(model.records) and step_list:
         steps = _steps_pieces(stats.steps, indent)
     made_here = steps is None and step_list  # the list as dicts, json.dumps writes it
-    body = _body(model, stats, sources, selection, header, ops=[], steps=None if made_here else [])
+    columns = op_detail_columns(model, stats, selection)
+    listed: list[dict] | None = None if made_here else []
+    body = _body(model, stats, sources, selection, header, [], listed, columns)
     if not step_list:
         del body["steps"]
     if not len(model.records):
-        body["ops"] = op_details(model, stats, selection)
+        body["ops"] = op_details(model, stats, selection, columns)
         return [json.dumps(body, indent=indent)]
     parts: dict[tuple, str | Iterable[str]] = {
         ("database", _RECORDS_KEY): _records_pieces(model.records, indent, 2),
-        ("ops",): _op_details_text(model, stats, selection, indent),
+        ("ops",): _op_details_text(columns, indent),
     }
     if steps is not None:
         parts[("steps",)] = steps
@@ -852,7 +863,7 @@ def complete_json_pieces(
         return pieces
     # A placeholder clashed with the profile's text: the slow way.
     body["database"] = _with_plausibility(database_dict(model), model, selection, stats)
-    body["ops"] = op_details(model, stats, selection)
+    body["ops"] = op_details(model, stats, selection, columns)
     if step_list:
         body["steps"] = step_dicts(stats.steps)
     return [json.dumps(body, indent=indent)]
