@@ -934,6 +934,28 @@ static inline int fast_length(Parser *ps, const uint8_t **p, const uint8_t *end,
     return read_length(ps, p, end, length);
 }
 
+/* The next event of a serialized XLine from *p, the line's other fields skipped: 1 with the
+ * event's bytes [*event, *p) (ps->start set to them); 0 at the line's end; -1 for malformed
+ * input. */
+static inline int next_event(Parser *ps, const uint8_t **p, const uint8_t *end,
+                             const uint8_t **event) {
+    while (*p < end) {
+        uint32_t field;
+        int wire;
+        uint64_t length;
+        if (fast_tag(ps, p, end, &field, &wire) < 0) return -1;
+        if (!(field == 4 && wire == WIRE_LEN)) {
+            if (skip_field(ps, p, end, field, wire, DEPTH_LIMIT) < 0) return -1;
+            continue;
+        }
+        if (fast_length(ps, p, end, &length) < 0) return -1;
+        *event = ps->start = *p;
+        *p += length;
+        return 1;
+    }
+    return 0;
+}
+
 /* The common XStat (metadata_id, then one int64/uint64/ref value: two short varints) read
  * straight off its bytes [p, end); -1 for any other shape, which scan_stat then reads (it
  * gives the same for this one). */
@@ -1262,19 +1284,10 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
         s->spans = room;
         s->spans_capacity = expected;
     }
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        uint64_t length;
-        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
-        if (!(field == 4 && wire == WIRE_LEN)) {
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
-            continue;
-        }
-        if (fast_length(&ps, &p, end, &length) < 0) return 1;
-        ps.start = p;
-        if (scan_event(&ps, p, p + length, ids, have, slot_of, fields, &w) < 0) return 1;
-        p += length;
+    const uint8_t *event;
+    int found = 0;
+    while ((found = next_event(&ps, &p, end, &event)) > 0) {
+        if (scan_event(&ps, event, p, ids, have, slot_of, fields, &w) < 0) return 1;
         int64_t offset = fields[1], duration = fields[2];
         if (offset > MAX_TIME_PS || offset < -MAX_TIME_PS) return 1;
         if (duration < 0 || duration > MAX_TIME_PS) return 1;
@@ -1342,6 +1355,7 @@ static int sum_line(Sums *s, const uint8_t *p, const uint8_t *end, int64_t times
         if (s->events == 0 || stop > s->max_end) s->max_end = stop;
         s->events++;
     }
+    if (found < 0) return 1;
     if (in_order) return nest_spans(s, NULL);
     Py_ssize_t *order;
     if (sort_spans(s->spans, s->n_spans, &order) < 0) return -1;
@@ -1930,19 +1944,10 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
         s->interval_capacity[plane] = expected;
     }
     int keep = s->only < 0 || s->only == plane;
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        uint64_t length;
-        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
-        if (!(field == 4 && wire == WIRE_LEN)) {
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
-            continue;
-        }
-        if (fast_length(&ps, &p, end, &length) < 0) return 1;
-        ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, KS_STATS, slot_of, &k) < 0) return 1;
-        p += length;
+    const uint8_t *event;
+    int found = 0;
+    while ((found = next_event(&ps, &p, end, &event)) > 0) {
+        if (scan_kernel(&ps, event, p, ids, have, KS_STATS, slot_of, &k) < 0) return 1;
         for (int j = 0; j < KS_STATS; j++)
             if (k.count[j] > 1) return 1; /* which value counts: the array path's rule */
         if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
@@ -2058,6 +2063,7 @@ static int sum_kernel_line(KernelSums *s, const uint8_t *p, const uint8_t *end,
         if (cell < 0) return -1;
         add_kernel_sums(&s->cells, CELL_SUMS, cell, start, k.duration, flops, bytes);
     }
+    if (found < 0) return 1;
     return 0;
 }
 
@@ -2382,19 +2388,10 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
     const int8_t *slot_of = stat_slots(table, ids, have, 3) ? table : NULL;
     if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
     int64_t base_ps = timestamp_ns * 1000;
-    while (p < end) {
-        uint32_t field;
-        int wire;
-        uint64_t length;
-        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
-        if (!(field == 4 && wire == WIRE_LEN)) {
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
-            continue;
-        }
-        if (fast_length(&ps, &p, end, &length) < 0) return 1;
-        ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, 3, slot_of, &k) < 0) return 1;
-        p += length;
+    const uint8_t *event;
+    int found = 0;
+    while ((found = next_event(&ps, &p, end, &event)) > 0) {
+        if (scan_kernel(&ps, event, p, ids, have, 3, slot_of, &k) < 0) return 1;
         for (int j = 0; j < 3; j++)
             if (k.count[j] > 1) return 1;
         if (k.offset > MAX_TIME_PS || k.offset < -MAX_TIME_PS) return 1;
@@ -2416,6 +2413,7 @@ static int host_line(Rows *roots, Rows *launches, const uint8_t *p, const uint8_
             CELL(launches, 1, int64_t, row) = begin;
         }
     }
+    if (found < 0) return 1;
     return 0;
 }
 
@@ -2519,19 +2517,11 @@ static int host_ops_piece(HostOps *h, const uint8_t **at, const uint8_t *end,
     if (timestamp_ns > MAX_TIME_PS / 1000 || timestamp_ns < -(MAX_TIME_PS / 1000)) return 1;
     int64_t base_ps = timestamp_ns * 1000;
     Py_ssize_t events = 0;
-    while (p < end && (max_events < 0 || events < max_events)) {
-        uint32_t field;
-        int wire;
-        uint64_t length;
-        if (fast_tag(&ps, &p, end, &field, &wire) < 0) return 1;
-        if (!(field == 4 && wire == WIRE_LEN)) {
-            if (skip_field(&ps, &p, end, field, wire, DEPTH_LIMIT) < 0) return 1;
-            continue;
-        }
-        if (fast_length(&ps, &p, end, &length) < 0) return 1;
-        ps.start = p;
-        if (scan_kernel(&ps, p, p + length, ids, have, HO_STATS, slot_of, &k) < 0) return 1;
-        p += length;
+    const uint8_t *event;
+    int found = 0;
+    while ((max_events < 0 || events < max_events) &&
+           (found = next_event(&ps, &p, end, &event)) > 0) {
+        if (scan_kernel(&ps, event, p, ids, have, HO_STATS, slot_of, &k) < 0) return 1;
         events++;
         for (int j = 0; j < HO_STATS; j++)
             if (k.count[j] > 1) return 1;
@@ -2581,6 +2571,7 @@ static int host_ops_piece(HostOps *h, const uint8_t **at, const uint8_t *end,
         CELL(&h->ops, 7, uint8_t, row) = k.kind[HO_FLOW] == KIND_INT;
         CELL(&h->ops, 8, uint8_t, row) = k.kind[HO_RUN] == KIND_INT;
     }
+    if (found < 0) return 1;
     *at = p;
     return 0;
 }
