@@ -2363,6 +2363,21 @@ done:
     return result;
 }
 
+/* A compiled pass's status as what its Python call returns: 1 where the call ends here
+ * (status -1: out of memory, the error set; 1: the array path's, None in *result); 0 where
+ * the columns follow. */
+static int pass_ended(int status, PyObject **result) {
+    if (status < 0) {
+        PyErr_NoMemory();
+        return 1;
+    }
+    if (status > 0) {
+        *result = Py_NewRef(Py_None);
+        return 1;
+    }
+    return 0;
+}
+
 /* The host's step markers and kernel launches (platforms/host_steps.host_markers). */
 enum { HS_ROOT, HS_STEP_NUM, HS_CORRELATION };
 
@@ -2458,14 +2473,7 @@ static PyObject *host_launches(PyObject *self, PyObject *args) {
                            held.stamps_ns[i], ids, have);
     }
     Py_END_ALLOW_THREADS
-    if (status < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (status > 0) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
+    if (pass_ended(status, &result)) goto done;
     columns = PyList_New(0);
     if (columns == NULL || rows_take_all(&roots, columns) < 0 ||
         rows_take_all(&launches, columns) < 0)
@@ -2641,14 +2649,7 @@ static PyObject *host_ops(PyObject *self, PyObject *args) {
         status = host_ops_piece(&h, &p, end, max_events, timestamp_ns, ids, have);
         Py_END_ALLOW_THREADS
     }
-    if (status < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (status > 0) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
+    if (pass_ended(status, &result)) goto done;
     next = PyLong_FromSsize_t(p - (const uint8_t *)view.buf);
     columns = PyList_New(0);
     if (next == NULL || columns == NULL || PyList_Append(columns, next) < 0 ||
