@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import sys
 from typing import Iterable
 
 from .errors import RooflineError
-from .heap import collect_cycles_rarely, reuse_freed_memory
+from .heap import cycles_collected_rarely, reuse_freed_memory
 from .metadata import PARALLEL_MIN_MB
 from .wording import terminal_safe
 
@@ -500,11 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.func in (_export, _summary, _compare) and "numpy" not in sys.modules:
         for name, value in ONE_BLAS_THREAD.items():
             os.environ.setdefault(name, value)
-    if args.func in (_export, _summary, _compare) and not os.environ.get(KEEP_HEAP_ENV):
+    tuned = args.func in (_export, _summary, _compare) and not os.environ.get(KEEP_HEAP_ENV)
+    if tuned:
         reuse_freed_memory()
-        collect_cycles_rarely()
     try:
-        return args.func(args)
+        with cycles_collected_rarely() if tuned else contextlib.nullcontext():
+            return args.func(args)
     except RooflineError as exc:
         return _fail(str(exc))
     except BrokenPipeError:

@@ -11,14 +11,15 @@ pieces are joined, before the CPU step cells are made).
 A conversion's objects die by reference counting, but it makes tens of thousands of small
 ones (a step's StepInfo, tuples): the cycle collector's passes over them and over every
 imported module's objects were 0.07-0.08 s of a ~100 MB export, 0.03 s when rarer
-(``collect_cycles_rarely``).
+(``cycles_collected_rarely``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 # mallopt parameters (malloc.h) and the values set for a conversion.
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
@@ -69,10 +70,16 @@ def reuse_freed_memory() -> bool:
     return all(mallopt(parameter, value) == 1 for parameter, value in settings)
 
 
-def collect_cycles_rarely() -> None:
-    """For the rest of the process (the CLI's conversions, from before their modules are
-    imported): the youngest generation collected every YOUNG_COLLECTION_ALLOCATIONS
-    allocations, so the older ones, which hold every module's objects, are rarely
-    traversed; cycles are still collected."""
-    _, middle, oldest = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, middle, oldest)
+@contextlib.contextmanager
+def cycles_collected_rarely() -> Iterator[None]:
+    """Within it (a CLI conversion, from before its modules are imported): the youngest
+    generation collected every YOUNG_COLLECTION_ALLOCATIONS allocations, so the older ones,
+    which hold every module's objects, are rarely traversed; cycles are still collected.
+    The thresholds are put back after: a caller of ``cli.main`` in its own process (a test
+    run) keeps its collector's timing."""
+    previous = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_ALLOCATIONS, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)

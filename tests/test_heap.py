@@ -31,19 +31,21 @@ def test_the_heap_settings_take_on_glibc():
     assert done.returncode == 0 and done.stdout.strip() == "True"
 
 
-def test_cycles_are_collected_rarely_and_still_collected():
+def test_cycles_are_collected_rarely_and_still_collected_within_a_conversion():
     code = (
         "import gc, weakref\n"
         "from tb_roofline_plugin import heap\n"
-        "heap.collect_cycles_rarely()\n"
+        "before = gc.get_threshold()\n"
         "class Node: pass\n"
-        "a, b = Node(), Node(); a.b, b.a = b, a; alive = weakref.ref(a); del a, b\n"
-        "print(gc.get_threshold()[0], alive() is not None)\n"
-        "gc.collect(); print(alive() is None)\n"
+        "with heap.cycles_collected_rarely():\n"
+        "    a, b = Node(), Node(); a.b, b.a = b, a; alive = weakref.ref(a); del a, b\n"
+        "    print(gc.get_threshold()[0], alive() is not None)\n"
+        "    gc.collect(); print(alive() is None)\n"
+        "print(gc.get_threshold() == before)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(heap.YOUNG_COLLECTION_ALLOCATIONS), "True", "True"]
+    assert done.stdout.split() == [str(heap.YOUNG_COLLECTION_ALLOCATIONS), "True", "True", "True"]
 
 
 def test_an_export_is_the_same_with_the_heap_kept_as_it_is(tmp_path):
