@@ -1247,6 +1247,7 @@ def test_revalidated_files_carry_a_content_type_and_the_log_has_no_warning(sessi
     request = urllib.request.Request(url, headers={"If-None-Match": etag})
     with pytest.raises(urllib.error.HTTPError) as answer:
         urllib.request.urlopen(request)
+    answer.value.close()  # its connection, which a later garbage collection would warn of
     assert answer.value.code == 304
     assert answer.value.headers["Content-Type"].startswith("text/javascript")
     session.page.reload()  # the browser revalidates every module: 304s
