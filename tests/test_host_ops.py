@@ -174,3 +174,17 @@ def test_host_ops_leave_odd_pieces_to_the_array_path(odd, monkeypatch):
         return
     _check(data, monkeypatch)
     assert _parts(data, monkeypatch, True, 2) == _parts(data, monkeypatch, False, 2)
+
+
+@compiled
+def test_ids_too_large_for_a_table_leave_the_plane_to_the_array_path():
+    """A stat or event metadata id past MAX_TABLE_ID (or negative) has no byte in a lookup
+    table: no tables, so every line is read from its EventTables."""
+    empty = np.zeros(0, np.int64)
+    big = host_sums.MAX_TABLE_ID
+    assert host_sums.host_op_tables({big: "fusion.1"}, empty, empty, empty) is None
+    assert host_sums.host_op_tables({1: "fusion.1"}, np.array([big]), empty, empty) is None
+    assert host_sums.host_op_tables({1: "fusion.1"}, np.array([-1]), empty, empty) is None
+    tables = host_sums.host_op_tables({3: "fusion.1", 5: ""}, np.array([2]), np.array([4]), empty)
+    assert tables is not None
+    assert tables.named == bytes([0, 0, 0, 1]) and tables.flags == bytes([0, 0, 1, 0, 2])
