@@ -154,8 +154,11 @@ _CAN_RELEASE = all(
 
 def _read_into_pages(handle: BinaryIO, size: int) -> bytes | mmap.mmap:
     """``size`` bytes of ``handle`` in a private anonymous mapping (bytes if the file shrank):
-    private, so that a page handed back is freed, not kept as shared memory."""
+    private, so that a page handed back is freed, not kept as shared memory; in huge pages
+    where the system grants them on advice (a 100 MB file is 25,000 page faults fewer)."""
     pages = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        pages.madvise(mmap.MADV_HUGEPAGE)
     filled = 0
     with memoryview(pages) as view:
         while filled < size:

@@ -158,22 +158,83 @@ def test_records_text_of_every_source_shape_is_json_dumps_of_the_record_dicts(mo
     ]
 
 
-def test_a_datatables_rows_are_written_as_they_are_made(stats, monkeypatch):
-    """The export writes a datatable piece by piece: each piece of rows is made when the
-    writer asks for it, so a million-step profile never holds its whole text at once."""
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_a_datatables_rows_are_written_as_they_are_made(stats, monkeypatch, at_once):
+    """The export writes a datatable piece by piece: the pieces of rows are made
+    ``PIECES_AT_ONCE`` at a time (in as many threads) when the writer asks for them, so a
+    million-step profile never holds its whole text at once; the text is the same."""
     from tb_roofline_plugin.render import datatable
 
     monkeypatch.setattr(datatable, "ROWS_PER_PIECE", 2)
+    monkeypatch.setattr(datatable, "PIECES_AT_ONCE", at_once)
     calls = []
     rows = datatable.rows_text
     monkeypatch.setattr(datatable, "rows_text", lambda *a: calls.append(a) or rows(*a))
     model = selection_model(stats, select(stats, "total"))
+    assert len(model.records) > 2 * at_once  # several rounds of pieces
     pieces = iter(datatable.datatable_pieces(model))
     assert calls == []  # nothing made yet
     written = [next(pieces)]
     while not calls:
         written.append(next(pieces))
-    assert len(calls) == 1  # the first piece of rows only
+    assert len(calls) == at_once  # the first round of pieces only
+    assert sorted(call[3] for call in calls) == [2 * k for k in range(at_once)]
     written += list(pieces)
     assert len(calls) == (len(model.records) + 1) // 2
     assert "".join(written) == json.dumps(datatable.to_datatable(model))
+
+
+def test_rows_let_other_threads_run_while_they_are_written():
+    """A big piece of rows is written without the GIL (another thread of TensorBoard's, or the
+    next piece, runs meanwhile), and its str cells are held: the list may change meanwhile."""
+    import threading
+    import time
+
+    import numpy as np
+
+    count = 1_000_000
+    values = np.random.default_rng(3).random(count)
+    pool = [f"op.{i}" for i in range(97)]
+    names = [pool[i % 97] for i in range(count)]
+    fields = [
+        json_text.float_field("[", values),
+        json_text.str_field(", ", names),
+        json_text.float_field(", ", values * 3.5),
+    ]
+    expected = ", ".join(
+        json.dumps([float(v), n, float(v * 3.5)]) for v, n in zip(values[:50], names[:50])
+    )
+    texts = []
+    writer = threading.Thread(target=lambda: texts.append(json_text.rows_text(fields, "]", ", ")))
+    stamps = [time.perf_counter()]
+    writer.start()
+    while writer.is_alive():
+        stamps.append(time.perf_counter())
+    writer.join()
+    took = stamps[-1] - stamps[0]
+    longest_wait = float(np.diff(stamps).max())
+    assert longest_wait < took / 2, (longest_wait, took)  # held, it would be all of it
+    assert texts[0].startswith(expected + ", ")
+    assert texts[0].count("]") == count
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+@pytest.mark.parametrize("count", [1, 511, 512, 1001])
+def test_a_long_json_list_written_in_two_halves_is_json_dumps(count, indent):
+    """From ROWS_IN_THREADS rows, a list's rows are written as two halves in two threads and
+    put back with the separator between them: the text is json.dumps' all the same."""
+    import numpy as np
+
+    assert json_text.ROWS_IN_THREADS == 512
+    values = np.arange(count) / 7.0
+    names = [f"op.{i}" for i in range(count)]
+    literals, tail = json_text.object_literals(["t", "name"], indent, 2)
+    fields = [
+        json_text.float_field(literals[0], values),
+        json_text.str_field(literals[1], names),
+    ]
+    pieces = json_text.list_rows_pieces(fields, tail, indent, 1)
+    assert len(pieces) == (5 if count >= 512 else 3)
+    rows = [{"t": float(v), "name": n} for v, n in zip(values, names)]
+    expected = json.dumps({"k": rows}, indent=indent)
+    assert json.dumps({"k": "@"}, indent=indent).replace('"@"', "".join(pieces)) == expected

@@ -19,7 +19,10 @@
  *     with every '"' doubled (csv.QUOTE_ALL);
  *   - bools and code tables: the texts given.
  *
- * The GIL is held throughout; every read is checked against the length of its column.
+ * Every read is checked against the length of its column. The GIL is let go while the rows
+ * of a big piece are written (the cells' objects are held and read only: str values through
+ * references taken first), so that two pieces are written at once in two threads; it is
+ * taken back to grow the text and to raise an error.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -430,7 +433,20 @@ typedef struct {
     PyObject *str; /* ascii: the str being written */
     char *data;    /* its characters, or the UTF-8 buffer */
     Py_ssize_t length, capacity;
+    PyThreadState *released; /* while the GIL is let go: this thread's state, else NULL */
 } Out;
+
+/* The GIL back (before anything touches Python objects or raises), if it was let go. */
+static void out_hold_gil(Out *out) {
+    if (out->released != NULL) {
+        PyEval_RestoreThread(out->released);
+        out->released = NULL;
+    }
+}
+
+static void out_release_gil(Out *out) {
+    if (out->released == NULL) out->released = PyEval_SaveThread();
+}
 
 static int out_init(Out *out, Py_ssize_t capacity, int ascii) {
     out->ascii = ascii;
@@ -438,6 +454,7 @@ static int out_init(Out *out, Py_ssize_t capacity, int ascii) {
     out->capacity = capacity < 64 ? 64 : capacity;
     out->str = NULL;
     out->data = NULL;
+    out->released = NULL;
     if (ascii) {
         out->str = PyUnicode_New(out->capacity, 127);
         if (out->str == NULL) return -1;
@@ -452,7 +469,10 @@ static int out_init(Out *out, Py_ssize_t capacity, int ascii) {
     return 0;
 }
 
+/* Grows the text, with the GIL (given back after, unless there is an error to raise). */
 static int out_resize(Out *out, Py_ssize_t capacity) {
+    const int was_released = out->released != NULL;
+    out_hold_gil(out);
     if (out->ascii) {
         if (PyUnicode_Resize(&out->str, capacity) < 0) return -1;
         out->data = (char *)PyUnicode_1BYTE_DATA(out->str);
@@ -465,6 +485,7 @@ static int out_resize(Out *out, Py_ssize_t capacity) {
         out->data = data;
     }
     out->capacity = capacity;
+    if (was_released) out_release_gil(out);
     return 0;
 }
 
@@ -502,6 +523,7 @@ static PyObject *out_finish(Out *out) {
 }
 
 static void out_clear(Out *out) {
+    out_hold_gil(out);
     if (out->ascii)
         Py_CLEAR(out->str);
     else if (out->data != NULL)
@@ -574,8 +596,12 @@ static int write_json_string(Out *out, PyObject *text) {
 /* A field of csv.QUOTE_ALL without its quotes: the text, every '"' doubled (UTF-8). */
 static int write_csv_string(Out *out, PyObject *text) {
     Py_ssize_t n;
+    /* Its UTF-8 was made (and kept in the str) by parse_field, with the GIL: read only here. */
     const char *utf8 = PyUnicode_AsUTF8AndSize(text, &n);
-    if (utf8 == NULL) return -1;
+    if (utf8 == NULL) {
+        out_hold_gil(out);
+        return -1;
+    }
     if (out_reserve(out, 2 * n) < 0) return -1;
     char *p = out->data + out->length;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -598,12 +624,17 @@ typedef struct {
     int kind, form;
     Py_buffer values, mask;      /* .obj NULL when unused */
     int item_size, item_signed;  /* integer columns and codes */
-    PyObject *strings;           /* KIND_STR: a list of str */
+    PyObject **strings;          /* KIND_STR: the list's items start..count-1, held */
+    Py_ssize_t first, held;      /* KIND_STR: strings[i - first] is item i; references */
     PyObject *texts;             /* KIND_TABLE, KIND_BOOL: a sequence of bytes */
     Py_ssize_t text_count;
 } Field;
 
 static void field_clear(Field *f) {
+    for (Py_ssize_t i = 0; i < f->held; i++) Py_DECREF(f->strings[i]);
+    PyMem_Free(f->strings);
+    f->strings = NULL;
+    f->held = 0;
     if (f->values.obj != NULL) PyBuffer_Release(&f->values);
     if (f->mask.obj != NULL) PyBuffer_Release(&f->mask);
     Py_CLEAR(f->texts);
@@ -651,7 +682,8 @@ static inline uint64_t read_integer(const Field *f, Py_ssize_t i, int *negative)
     return s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
 }
 
-static int parse_field(PyObject *spec, Field *f, Py_ssize_t count, int *ascii) {
+static int parse_field(PyObject *spec, Field *f, Py_ssize_t start, Py_ssize_t count,
+                       int *ascii) {
     PyObject *literal, *values, *extra, *mask;
     memset(f, 0, sizeof *f);
     if (!PyTuple_Check(spec) ||
@@ -696,14 +728,24 @@ static int parse_field(PyObject *spec, Field *f, Py_ssize_t count, int *ascii) {
         }
         f->form = PyLong_AsLong(extra) == STR_CSV ? STR_CSV : STR_JSON;
         if (PyErr_Occurred()) return -1;
-        f->strings = values;
-        for (Py_ssize_t i = 0; i < count; i++) {
+        f->first = start;
+        f->strings = PyMem_Malloc((size_t)(count - start + 1) * sizeof *f->strings);
+        if (f->strings == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = start; i < count; i++) {
             PyObject *item = PyList_GET_ITEM(values, i);
             if (!PyUnicode_Check(item)) {
                 PyErr_Format(PyExc_TypeError, "str column: item %zd is not a str", i);
                 return -1;
             }
-            if (f->form == STR_CSV && !PyUnicode_IS_ASCII(item)) *ascii = 0;
+            if (f->form == STR_CSV) {
+                if (!PyUnicode_IS_ASCII(item)) *ascii = 0;
+                if (PyUnicode_AsUTF8AndSize(item, NULL) == NULL) return -1;
+            }
+            Py_INCREF(item);
+            f->strings[f->held++] = item;
         }
         return 0;
     default:
@@ -757,6 +799,7 @@ static int write_cell(Out *out, const Field *f, Py_ssize_t i) {
         int negative;
         uint64_t code = read_integer(f, i, &negative);
         if (negative || code >= (uint64_t)f->text_count) {
+            out_hold_gil(out);
             PyErr_Format(PyExc_ValueError, "row %zd: code outside the table of %zd texts", i,
                          f->text_count);
             return -1;
@@ -764,15 +807,13 @@ static int write_cell(Out *out, const Field *f, Py_ssize_t i) {
         return write_text(out, PyTuple_GET_ITEM(f->texts, (Py_ssize_t)code));
     }
     default: {
-        PyObject *text = PyList_GET_ITEM(f->strings, i);
-        if (!PyUnicode_Check(text)) { /* the list changed under us */
-            PyErr_SetString(PyExc_TypeError, "str column: an item is not a str");
-            return -1;
-        }
+        PyObject *text = f->strings[i - f->first];
         return f->form == STR_CSV ? write_csv_string(out, text) : write_json_string(out, text);
     }
     }
 }
+
+#define RELEASE_MIN_ROWS 256 /* rows worth letting the GIL go for */
 
 PyDoc_STRVAR(rows_doc,
 "rows(fields, start, stop, separator, tail) -> str\n\n"
@@ -813,7 +854,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     int ascii = 1;
     Py_ssize_t row_estimate = tail_length + separator_length;
     for (Py_ssize_t k = 0; k < n_fields; k++) {
-        if (parse_field(PySequence_Fast_GET_ITEM(seq, k), &fields[k], stop, &ascii) < 0)
+        if (parse_field(PySequence_Fast_GET_ITEM(seq, k), &fields[k], start, stop, &ascii) < 0)
             goto done;
         row_estimate += fields[k].literal_length + 24;
     }
@@ -822,6 +863,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
     for (Py_ssize_t k = 0; k < separator_length; k++)
         if ((unsigned char)separator[k] >= 0x80) ascii = 0;
     if (out_init(&out, (stop - start) * row_estimate, ascii) < 0) goto done;
+    if (stop - start >= RELEASE_MIN_ROWS) out_release_gil(&out);
     for (Py_ssize_t i = start; i < stop; i++) {
         if (i > start && out_write(&out, separator, separator_length) < 0) goto done;
         for (Py_ssize_t k = 0; k < n_fields; k++) {
@@ -832,6 +874,7 @@ static PyObject *rows(PyObject *self, PyObject *args) {
         }
         if (out_write(&out, tail, tail_length) < 0) goto done;
     }
+    out_hold_gil(&out);
     result = out_finish(&out);
 done:
     out_clear(&out);
