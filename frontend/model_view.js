@@ -112,6 +112,7 @@ export class ModelView {
       return;
     }
     if (this.loading && this.loading.key === key && !this.loading.stale) return; // counting on
+    this.token += 1; // a view of another profile still drawing stops: its charts go now
     this.endLoading();
     this.purge();
     this.shownKey = '';
@@ -248,7 +249,8 @@ export class ModelView {
     if (!this.opChart) return;
     drawStatic(this.opChart, this.opFigure());
     await afterPaint();
-    if (token === this.token && this.opChart.querySelector('.chart-static')) markPaint('opChart');
+    if (token === this.token && this.opChart && this.opChart.querySelector('.chart-static'))
+      markPaint('opChart');
   }
 
   /** The op chart's figure for the rows shown. */

@@ -219,3 +219,36 @@ def test_first_view_of_the_shared_tpu_sample_matches_plotlys_chart(server):
     program, ops = records(data)
     seen = first_view_then_plotly(server, SHARED_RUN, host, 1440, "first_view_tpu_sample")
     check_views(seen, ops, program)
+
+
+# In every frame: once the op chart's first view is on the page (its paint not yet awaited),
+# another host is chosen in the same task, as a quick user would.
+SWITCH_HOST_AT_FIRST_VIEW = """(() => {
+  new MutationObserver((_, observer) => {
+    if (!document.querySelector('#op-chart > .chart-static')) return;
+    observer.disconnect();
+    const select = document.getElementById('host-select');
+    select.value = 'host1';
+    select.dispatchEvent(new Event('change', {bubbles: true}));
+    window.__switchedAtFirstView = true;
+  }).observe(document, {childList: true, subtree: true});
+})();"""
+
+
+def test_another_host_chosen_while_the_first_view_paints_is_drawn_without_an_error(server):
+    """The first view of host0 replaced before its paint was awaited: its drawing stops (no
+    error from a chart that is gone) and host1's view is the one drawn, and said ready."""
+    with browser_context(1440, 900) as context:
+        session = Session(context, server)
+        session.page.add_init_script(SWITCH_HOST_AT_FIRST_VIEW)
+        frame = session.open({"run": TRAIN, "host": "host0", "tool": "model", "step": "total"})
+        frame.wait_for_function("() => window.__switchedAtFirstView === true")
+        frame.wait_for_function(
+            "() => { const v = document.getElementById('model-view');"
+            " return v.dataset.state === 'ready' && JSON.parse(v.dataset.view).host === 'host1'; }",
+            timeout=120_000,
+        )
+        assert frame.locator("#host-select").input_value() == "host1"
+        assert frame.locator("#op-chart .plot-container").count() == 1
+        assert frame.locator("#op-chart .chart-static").count() == 0
+        session.assert_clean()
