@@ -518,26 +518,32 @@ function labelLayer(figure, geometry) {
 }
 
 /** The figure's layout for a chart of this size: legend placed, labels written. */
-function fitted(figure, width, height, legendHeight) {
+function fitted(figure, width, height, seen = {}) {
   const layout = {...figure.layout};
   const margin = layout.margin || {l: 92, r: 12, t: 12, b: AXIS_TITLE_PX};
   const fit =
     figure.legend === 'auto'
-      ? legendPlacement(figure.data, width, height, margin, legendHeight)
-      : {side: 'fixed', margin, height};
+      ? legendPlacement(figure.data, width, height, margin, seen.legendHeight)
+      : {side: 'fixed', margin: seen.margin || margin, height};
   layout.margin = fit.margin;
   layout.height = fit.height;
   if (fit.legend) layout.legend = {...layout.legend, ...fit.legend};
-  layout.annotations = labelLayer(figure, {
+  const geometry = {
     x: layout.xaxis.range,
     y: layout.yaxis.range,
     w: width - fit.margin.l - fit.margin.r,
     h: fit.height - fit.margin.t - fit.margin.b,
-  });
-  return {layout, fit};
+  };
+  layout.annotations = labelLayer(figure, geometry);
+  return {layout, fit, labelKey: labelKey(geometry)};
 }
 
 const rounded = (v) => Math.round(v * 100) / 100;
+
+/** What a figure's labels were placed for: its axes' ranges and plot size, rounded. */
+function labelKey(geometry) {
+  return JSON.stringify([...geometry.x, ...geometry.y, geometry.w, geometry.h].map(rounded));
+}
 
 /** Rewrites the labels for the plot as drawn (its real size, the user's zoom). */
 async function relabel(Plotly, node) {
@@ -550,36 +556,64 @@ async function relabel(Plotly, node) {
     w: full._size.w,
     h: full._size.h,
   };
-  const key = JSON.stringify([...geometry.x, ...geometry.y, geometry.w, geometry.h].map(rounded));
+  const key = labelKey(geometry);
   if (key === node.rooflineLabelKey) return;
   node.rooflineLabelKey = key;
   await Plotly.relayout(node, {annotations: labelLayer(figure, geometry)});
 }
 
+// How Plotly drew a chart's legend and frame, by `legendKey`: the height of a legend below
+// the plot, or the margins it widened for a legend above; a step's chart (a new node) with
+// the last one's legend is drawn once, its labels placed once, not again for Plotly's frame.
+const FRAMES_SEEN = new Map();
+const FRAMES_KEPT = 64;
+
 /** Draws node.rooflineFigure for the chart's width (see `plot`). */
 async function draw(Plotly, node, legendHeight) {
   const figure = node.rooflineFigure;
   const width = chartWidth(node);
-  const {layout, fit} = fitted(figure, width, node.rooflineBaseHeight, legendHeight);
+  const frameAs = legendKey(figure.data, width);
+  const seen = FRAMES_SEEN.get(frameAs) || {};
+  const {
+    layout,
+    fit,
+    labelKey: placedFor,
+  } = fitted(figure, width, node.rooflineBaseHeight, {
+    ...seen,
+    legendHeight: legendHeight ?? seen.legendHeight,
+  });
   node.style.height = `${layout.height}px`;
   node.rooflineFit = {side: fit.side, width, legendHeight: fit.legendHeight};
-  node.rooflineLabelKey = '';
+  node.rooflineLabelKey = placedFor; // placed again only where Plotly's frame differs
   await Plotly.react(
     node,
     withHidden(figure.data, node.rooflineHidden),
     layout,
     node.rooflineConfig,
   );
+  const full = node._fullLayout;
+  if (FRAMES_SEEN.size >= FRAMES_KEPT) FRAMES_SEEN.clear();
+  if (fit.side === 'fixed' && full && full._size) {
+    const {l, r, t, b} = full._size; // a legend above the plot widens the top margin
+    FRAMES_SEEN.set(frameAs, {margin: {...fit.margin, l, r, t, b}});
+  }
   // A legend below the plot taller (or shorter) than foreseen: the chart takes its height.
-  const legend = node._fullLayout && node._fullLayout.legend;
-  if (fit.side === 'below' && legend && legend._height > 0 && legendHeight === undefined) {
+  const legend = full && full.legend;
+  if (fit.side === 'below' && legend && legend._height > 0) {
     const measured = Math.ceil(legend._height) + 10;
-    if (Math.abs(measured - fit.legendHeight) > 4) {
+    FRAMES_SEEN.set(frameAs, {legendHeight: measured});
+    if (legendHeight === undefined && Math.abs(measured - fit.legendHeight) > 4) {
       await draw(Plotly, node, measured);
       return;
     }
   }
   await relabel(Plotly, node);
+}
+
+/** What a legend's height depends on: the chart's width, the legend's groups and items. */
+function legendKey(data, width) {
+  const groups = legendGroups(data).map((g) => [g.title, g.items.map((t) => t.name)]);
+  return JSON.stringify([width, groups]);
 }
 
 /** The chart's width as Plotly takes it (its computed width, rounded). */

@@ -123,13 +123,17 @@ function stepControls(id, list, index, onChange, meaning) {
   });
   if (index >= 0) input.value = String(list[index].step_num);
   const byNumber = stepsByNumber(list);
+  let gone = false; // Enter went to a step: the box's change event (as it goes) goes nowhere
   const submit = () => {
     const text = input.value.trim();
-    if (!text) return;
+    if (!text || gone) return;
     const found = byNumber.get(String(Number(text)));
     if (found) {
       input.removeAttribute('aria-invalid');
-      if (list.indexOf(found) !== index) go(found);
+      if (list.indexOf(found) !== index) {
+        gone = true;
+        go(found);
+      }
       return;
     }
     input.setAttribute('aria-invalid', 'true');

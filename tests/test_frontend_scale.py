@@ -222,3 +222,55 @@ def test_steps_that_hold_no_op_are_said_once_and_total_is_shown(context, server)
         session.assert_clean()
     finally:
         session.page.close()
+
+
+# Counts, from now on, Plotly's draws and relayouts by chart, and the step boxes the sidebar
+# is drawn with (each drawing of the sidebar makes a new one).
+COUNT_DRAWS = """() => {
+  const frame = window.__counted = {react: {}, relayout: {}, stepBoxes: 0};
+  for (const name of ['react', 'relayout']) {
+    const original = window.Plotly[name];
+    window.Plotly[name] = function (node, ...rest) {
+      frame[name][node.id] = (frame[name][node.id] || 0) + 1;
+      return original.call(this, node, ...rest);
+    };
+  }
+  new MutationObserver((changes) => {
+    for (const change of changes)
+      for (const added of change.addedNodes)
+        if (added.querySelector && (added.id === 'step-select-input'
+            || added.querySelector('#step-select-input'))) frame.stepBoxes += 1;
+  }).observe(document.querySelector('nav.sidebar'), {childList: true, subtree: true});
+}"""
+
+
+@pytest.mark.parametrize("width", (1000, 1440))
+def test_a_step_typed_in_the_box_draws_each_chart_once(context, server, width):
+    """Enter in the step box: one update (the box's change event as it goes asks for
+    nothing), and the op and program charts each drawn once by Plotly: the legend as tall as
+    Plotly drew it for the step before, the labels placed for the frame it draws, so no
+    second draw or relayout (each ~0.1 s on a large profile)."""
+    session = Session(context, server)
+    session.page.set_viewport_size({"width": width, "height": 900})
+    try:
+        frame = session.open({"run": SCALE_RUN, "host": SCALE_HOST, "tool": "model"})
+        wait_view(frame, run=SCALE_RUN, host=SCALE_HOST, step="total")
+        for step in ("700", "701"):  # the first: the step charts' legends and frames seen
+            frame.fill("#step-select-input", step)
+            frame.press("#step-select-input", "Enter")
+            wait_view(frame, run=SCALE_RUN, host=SCALE_HOST, step=step)
+        frame.evaluate(COUNT_DRAWS)
+        frame.fill("#step-select-input", "1200")
+        frame.press("#step-select-input", "Enter")
+        wait_view(frame, run=SCALE_RUN, host=SCALE_HOST, step="1200")
+        frame.wait_for_timeout(300)  # a late relayout would land by now
+        counted = frame.evaluate("window.__counted")
+        assert counted == {
+            "react": {"op-chart": 1, "program-chart": 1},
+            "relayout": {},
+            "stepBoxes": 1,
+        }
+        assert frame.locator("#step-select").input_value() == "1200"
+        session.assert_clean()
+    finally:
+        session.page.close()
