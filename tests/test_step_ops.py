@@ -9,9 +9,18 @@ import pytest
 
 from tb_roofline_plugin.ops import step_ops as step_ops_module
 from tb_roofline_plugin.ops.op_metrics import IDLE_NAME, combine, empty_columns, with_idle
-from tb_roofline_plugin.ops.op_stats import OpStats, StepInfo, step_nbytes, sum_steps, table_steps
+from tb_roofline_plugin.ops.op_stats import (
+    OpStats,
+    StepInfo,
+    any_step_holds_ops,
+    step_nbytes,
+    steps_holding_ops,
+    sum_steps,
+    table_steps,
+)
 from tb_roofline_plugin.ops.step_ops import cells, step_ops
 from tb_roofline_plugin.peaks.perf_env import PerfEnv, RunEnvironment
+from tb_roofline_plugin.roofline.model import step_diagnostics
 from tb_roofline_plugin.roofline.records import db_segments, program_db, step_segments
 from tb_roofline_plugin.serve import stats_store
 from tb_roofline_plugin.xspace.event_table import StringCodes, first_seen_codes
@@ -200,3 +209,50 @@ def test_an_owned_profile_lets_its_lines_go_once_read_and_gives_the_same_rooflin
     borrowed = build_database(analyze_bytes(path.read_bytes(), str(path)))
     assert owned.SerializeToString() == borrowed.SerializeToString()
     assert len(owned.roofline_model_record) > 10
+
+
+def _only_step_1_ran():
+    """``_table``'s steps 10, 11, 12 (11 incomplete) where only step 11's op ran."""
+    table = _table()
+    ran = np.zeros(len(table.op), np.int64)
+    ran[table.offsets[1] : table.offsets[2]] = 1
+    table.values["occurrences"] = ran
+    return table_steps(table, [10, 11, 12], [True, False, True], [100, 50, 90])
+
+
+def test_any_step_holds_ops_is_the_any_of_each_steps_answer():
+    steps = _only_step_1_ran()
+    assert steps_holding_ops(steps).tolist() == [False, True, False]
+    assert any_step_holds_ops(steps) is True  # every step of the table: any row that ran
+    complete = steps.where(steps.complete)  # steps 10 and 12: the ran row is in neither
+    assert [s.step_num for s in complete] == [10, 12]
+    assert complete[0] is steps[0] and complete[1] is steps[2]
+    assert complete.positions.tolist() == [0, 2]
+    assert any_step_holds_ops(complete) is False
+    assert any_step_holds_ops(list(steps)[1:]) is True  # a plain list: step by step
+    assert any_step_holds_ops(list(steps)[2:]) is False
+    steps.table.values["occurrences"][:] = 0
+    assert any_step_holds_ops(steps) is False
+
+
+def test_the_incomplete_steps_warning_is_the_same_from_the_step_arrays_and_the_list():
+    steps = _only_step_1_ran()
+
+    def warnings(step_list):
+        stats = OpStats(
+            hosts=["h"],
+            run_env=RunEnvironment(hardware_type="GPU", device_type="x"),
+            perf_env=PerfEnv(),
+            all_db=with_idle(steps.table.summed(np.arange(3))),
+            steps=step_list,
+        )
+        return step_diagnostics(stats).warnings
+
+    assert (
+        warnings(steps)
+        == warnings(list(steps))
+        == [
+            "1 incomplete step left out of the average (cut by the profile window, or missing the "
+            "work launched in them): step 11."
+        ]
+    )

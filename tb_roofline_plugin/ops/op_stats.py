@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Callable
 
 import numpy as np
@@ -86,7 +86,7 @@ class StepList(list):
     def where(self, chosen: np.ndarray) -> StepList:
         """The steps where ``chosen`` (bool per step) is true, arrays included."""
         index = np.flatnonzero(chosen)
-        items = [self[i] for i in index.tolist()]
+        items = list(compress(self, chosen.tolist()))
         return StepList(
             items,
             self.table,
@@ -140,6 +140,18 @@ def steps_holding_ops(steps: list[StepInfo]) -> np.ndarray:
     return ran[table.offsets[index + 1]] > ran[table.offsets[index]]
 
 
+def any_step_holds_ops(steps: list[StepInfo]) -> bool:
+    """``steps_holding_ops(steps).any()``; of every step of a table, whose rows are all a
+    step's, from whether any row ran (no prefix sum over the rows)."""
+    table, index = shared_table(steps)
+    if table is not None and len(index) == len(table) and len(table):
+        ran = table.values["occurrences"] > 0
+        every_row = table.offsets[0] == 0 and table.offsets[-1] == len(ran)
+        if every_row and (index == np.arange(len(table))).all():
+            return bool(ran.any())
+    return bool(steps_holding_ops(steps).any())
+
+
 def steps_device_time_ps(steps: list[StepInfo]) -> np.ndarray:
     """Each step's device time (int64 ps, summed over cores: its Program time with
     infeed/outfeed); of steps sharing a table, from its column at once."""
@@ -162,7 +174,7 @@ def steps_without_ops_note(stats: OpStats) -> str | None:
     op ran, or was launched, outside the steps), else None."""
     if not stats.steps or not (stats.all_db.occurrences > 0).any():
         return None
-    if steps_holding_ops(stats.steps).any():
+    if any_step_holds_ops(stats.steps):
         return None
     numbers = sorted(s.step_num for s in stats.steps)
     if len(numbers) == 1:

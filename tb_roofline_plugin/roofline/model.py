@@ -17,7 +17,7 @@ from ..ops.op_metrics import (
     OpMetricsDb,
     empty_db,
 )
-from ..ops.op_stats import Diagnostics, OpStats, sum_steps
+from ..ops.op_stats import Diagnostics, OpStats, step_arrays, sum_steps
 from ..protos import roofline_model_pb2
 from ..wording import counted, numbered
 from .formulas import DatabasePeaks, safe_divide
@@ -63,7 +63,11 @@ def step_diagnostics(stats: OpStats) -> Diagnostics:
         diag.warnings.append(INCOMPLETE_STEP)
     elif not stats.steps:
         diag.warnings.append(NO_STEP_MARKER)
-    dropped = [s.step_num for s in stats.steps if not s.complete]
+    made = step_arrays(stats.steps)
+    if made is not None:  # tens of thousands of steps: from their arrays
+        dropped = made.numbers[~made.complete].tolist()
+    else:
+        dropped = [s.step_num for s in stats.steps if not s.complete]
     if dropped and stats.complete_steps:
         diag.warnings.append(
             f"{counted(len(dropped), 'incomplete step')} left out of the average (cut by the "
