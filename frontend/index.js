@@ -55,6 +55,10 @@ export const MODULES = [
 ];
 
 const PLOTLY_VERSION = new URL(import.meta.url).searchParams.get('plotly');
+// The frontend's version (the plugin names it too): our files under it are kept a year, and
+// the server writes it into each module's imports of the others (static_files.py).
+const OWN_VERSION = new URL(import.meta.url).searchParams.get('v');
+const VERSIONED = OWN_VERSION ? `?v=${encodeURIComponent(OWN_VERSION)}` : '';
 const PLOTLY_URL = PLOTLY_VERSION
   ? `./static/plotly.min.js?v=${encodeURIComponent(PLOTLY_VERSION)}`
   : './static/plotly.min.js';
@@ -75,12 +79,12 @@ export async function render() {
   for (const name of [...FIRST, ...MODULES.filter((n) => !FIRST.includes(n))]) {
     const link = document.createElement('link');
     link.rel = 'modulepreload';
-    link.href = `./static/${name}`;
+    link.href = `./static/${name}${VERSIONED}`;
     document.head.append(link);
   }
   const style = document.createElement('link');
   style.rel = 'stylesheet';
-  style.href = './static/style.css';
+  style.href = `./static/style.css${VERSIONED}`;
   document.head.append(style);
   document.documentElement.lang = 'en';
   document.title = 'Roofline';

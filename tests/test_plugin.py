@@ -20,6 +20,7 @@ from werkzeug import wrappers
 
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace
 from tb_roofline_plugin.serve import plugin as plugin_module
+from tb_roofline_plugin.serve import static_files
 from tb_roofline_plugin.serve.plugin import RooflinePlugin, plotly_js_path
 from tb_roofline_plugin.serve.service import RooflineService
 
@@ -206,8 +207,9 @@ def test_plugin_entry_and_listing(logdir):
     assert entry["enabled"] is True
     assert entry["tab_name"] in ("Profile", "Roofline")
     # The module's URL names the plotly version: the tab asks for plotly by a versioned URL.
+    own = static_files.folder_version(plugin_module.frontend_dir())
     assert entry["loading_mechanism"]["module_path"].endswith(
-        f"/data/plugin/roofline/static/index.js?plotly={plotly.__version__}"
+        f"/data/plugin/roofline/static/index.js?plotly={plotly.__version__}&v={own}"
     )
     assert plugin.is_active()
 
@@ -369,6 +371,49 @@ def test_plotly_is_kept_a_year_under_its_versioned_url_and_revalidates_with_304(
         response = client.get(other)
         assert response.status_code == 200 and response.headers["Cache-Control"] == "no-cache"
         assert response.headers["ETag"] == etag
+
+
+def test_our_modules_under_the_frontends_version_are_kept_a_year_their_imports_versioned(
+    logdir, tmp_path, monkeypatch
+):
+    """Under ``?v=<the frontend's version>`` (the URL TensorBoard is given) a module is
+    immutable and imports its neighbours under the same version, so a warm page load asks the
+    server for none of them; an edit is a new version, and the old URL is revalidated."""
+    client, _ = _client(logdir)
+    own = static_files.folder_version(plugin_module.frontend_dir())
+    plain = client.get(f"{BASE}/static/app.js").get_data().decode()
+    response = client.get(f"{BASE}/static/app.js?v={own}")
+    assert response.status_code == 200
+    assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    text = response.get_data().decode()
+    imports = re.findall(r"from '(\./[a-z_]+\.js[^']*)'", text)
+    assert "./api.js?v=" + own in imports and len(imports) == plain.count(" from './")
+    assert all(spec.endswith(f".js?v={own}") for spec in imports)
+    assert text.replace(f"?v={own}", "") == plain  # nothing else changed
+    assert response.headers["ETag"] != client.get(f"{BASE}/static/app.js").headers["ETag"]
+    index = client.get(f"{BASE}/static/index.js?v={own}").get_data().decode()
+    assert f"import('./app.js?v={own}')" in index and f"import('./early.js?v={own}')" in index
+    css = client.get(f"{BASE}/static/style.css?v={own}")
+    assert css.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+
+    frontend = tmp_path / "frontend"
+    frontend.mkdir()
+    module = frontend / "index.js"
+    module.write_text("import {a} from './a.js';\nexport async function render() {}\n")
+    (frontend / "a.js").write_text("export const a = 1;\n")
+    monkeypatch.setattr(plugin_module, "frontend_dir", lambda: str(frontend))
+    first = static_files.folder_version(str(frontend))
+    assert client.get(f"{BASE}/static/index.js?v={first}").get_data() == (
+        f"import {{a}} from './a.js?v={first}';\nexport async function render() {{}}\n".encode()
+    )
+    os.utime(frontend / "a.js", ns=(1_700_000_001_000_000_000, 1_700_000_001_000_000_000))
+    edited = static_files.folder_version(str(frontend))
+    assert edited != first
+    stale = client.get(f"{BASE}/static/index.js?v={first}")
+    assert stale.headers["Cache-Control"] == "no-cache"
+    assert stale.get_data() == module.read_bytes()  # its imports plain, revalidated too
+    listing = json.loads(client.get("/data/plugins_listing").get_data())
+    assert listing["roofline"]["loading_mechanism"]["module_path"].endswith(f"&v={edited}")
 
 
 def test_frontend_modules_revalidate_with_an_etag_of_the_version_and_file(

@@ -160,9 +160,15 @@ class RooflinePlugin(base_plugin.TBPlugin):
 
     def frontend_metadata(self):
         # The module's URL names the plotly version, so the tab asks for plotly.min.js by
-        # its versioned URL (cached for a year) without a request to learn it.
+        # its versioned URL (cached for a year) without a request to learn it, and the
+        # frontend's version, under which our modules are cached for a year too.
         version = static_files.plotly_version() if plotly_js_path() else None
-        query = f"?{urllib.parse.urlencode({'plotly': version})}" if version else ""
+        params = {"plotly": version} if version else {}
+        try:
+            params["v"] = static_files.folder_version(frontend_dir())
+        except OSError:
+            pass  # no frontend folder: index.js answers 404 under any URL
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
         return base_plugin.FrontendMetadata(
             es_module_path=ES_MODULE_PATH + query,
             tab_name="Roofline" if xprof_installed() else "Profile",
@@ -302,6 +308,11 @@ class RooflinePlugin(base_plugin.TBPlugin):
             return http_util.Respond(
                 request, {"error": f"no such file {name!r}"}, "application/json", code=404
             )
-        # plotly.min.js changes only with its package: kept a year under its versioned URL.
-        immutable = static_files.plotly_version() if name == static_files.PLOTLY_NAME else None
-        return static_files.respond(request, path, kind, immutable_version=immutable)
+        # plotly.min.js changes only with its package, our files with the frontend's
+        # version: each kept a year under its versioned URL.
+        if name == static_files.PLOTLY_NAME:
+            return static_files.respond(
+                request, path, kind, immutable_version=static_files.plotly_version()
+            )
+        modules = static_files.folder_version(frontend_dir())
+        return static_files.respond(request, path, kind, modules_version=modules)
