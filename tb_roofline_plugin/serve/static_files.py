@@ -134,7 +134,7 @@ def respond(
     version = immutable_version or __version__
     asked = request.args.get("v")
     ours = modules_version is not None and asked == modules_version
-    static = load(path, content_type, version, modules_version if ours else "")
+    static = load(path, content_type, version, (modules_version or "") if ours else "")
     immutable = ours or (immutable_version is not None and asked == immutable_version)
     headers = [
         ("ETag", f'"{static.etag}"'),
