@@ -249,8 +249,7 @@ export class ModelView {
     if (!this.opChart) return;
     drawStatic(this.opChart, this.opFigure());
     await afterPaint();
-    if (token === this.token && this.opChart && this.opChart.querySelector('.chart-static'))
-      markPaint('opChart');
+    if (token === this.token && this.opChart.querySelector('.chart-static')) markPaint('opChart');
   }
 
   /** The op chart's figure for the rows shown. */

@@ -52,7 +52,9 @@ class StaticFile:
 
 
 _lock = threading.Lock()
-_files: dict[tuple[str, str], tuple[tuple[int, int], StaticFile]] = {}
+# By (path, versioned): a file's plain answer and its answer under the frontend's current
+# version, each replaced when the file or the version changes (two per file at most).
+_files: dict[tuple[str, bool], tuple[tuple[int, int, str], StaticFile]] = {}
 # A module's import of a neighbour: './name.js' in quotes (our modules import no others).
 _NEIGHBOUR = re.compile(rb"""(['"])\./([A-Za-z0-9_]+\.js)\1""")
 
@@ -73,9 +75,9 @@ def load(path: str, content_type: str, version: str, imports_version: str = "") 
     """The file at ``path`` (read and gzipped once per modification time and size);
     ``imports_version``: a module's imports of its neighbours written with ``?v=`` it."""
     stat = os.stat(path)
-    key = (stat.st_mtime_ns, stat.st_size)
+    key = (stat.st_mtime_ns, stat.st_size, imports_version)
     with _lock:
-        hit = _files.get((path, imports_version))
+        hit = _files.get((path, bool(imports_version)))
     if hit is not None and hit[0] == key:
         return hit[1]
     with open(path, "rb") as f:
@@ -92,7 +94,7 @@ def load(path: str, content_type: str, version: str, imports_version: str = "") 
         mtime=stat.st_mtime,
     )
     with _lock:
-        _files[(path, imports_version)] = (key, found)
+        _files[(path, bool(imports_version))] = (key, found)
     return found
 
 
