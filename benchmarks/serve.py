@@ -51,7 +51,11 @@ def process_tree(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         tree.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*/children"):
+        try:  # a process may end between the listing and the reading, or before both
+            tasks = list(Path(f"/proc/{current}/task").glob("*/children"))
+        except OSError:
+            continue
+        for task in tasks:
             try:
                 todo.extend(int(child) for child in task.read_text().split())
             except OSError:

@@ -4,6 +4,7 @@ self times without a sort for lines in time order, per-host roofline models only
 
 from __future__ import annotations
 
+import io
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -246,11 +247,30 @@ def test_parallel_is_for_many_or_large_hosts(pod, monkeypatch):
     assert analysis.parallel_workers(files) == 1  # small: one process is as fast
     monkeypatch.setattr(analysis, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1, 2}, raising=False)
-    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (0.2, 0, 0), raising=False)
+    monkeypatch.setattr(analysis, "running_elsewhere", lambda: 0.0)
     assert analysis.parallel_workers(files) == 3
     assert analysis.parallel_workers(files[:2]) == 2
-    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (1.7, 0, 0), raising=False)
+    monkeypatch.setattr(analysis, "running_elsewhere", lambda: 1.0)
+    assert analysis.parallel_workers(files) == 2
+    monkeypatch.setattr(analysis, "running_elsewhere", lambda: 2.0)
     assert analysis.parallel_workers(files) == 1  # a busy machine: no idle core to add
+
+
+def test_the_tasks_running_elsewhere_are_the_least_seen_now_not_the_last_minutes(
+    tmp_path, monkeypatch
+):
+    stat = tmp_path / "stat"
+    stat.write_bytes(b"cpu  1 2 3\nctxt 99\nprocs_running 3\nprocs_blocked 0\n")
+    # 3 running, this thread one of them: 2 elsewhere, whatever the load average says.
+    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (1.7, 0, 0), raising=False)
+    assert analysis.running_elsewhere(str(stat)) == 2.0
+    looks = iter([b"procs_running 4\n", b"procs_running 1\n", b"procs_running 2\n"])
+    monkeypatch.setattr(analysis, "open", lambda *_: io.BytesIO(next(looks)), raising=False)
+    assert analysis.running_elsewhere(str(stat)) == 0.0  # the least of the looks: 1 - 1
+    monkeypatch.delattr(analysis, "open")
+    stat.write_bytes(b"cpu  1 2 3\n")  # no such field (not Linux's): the load average
+    assert analysis.running_elsewhere(str(stat)) == 1.7
+    assert analysis.running_elsewhere(str(tmp_path / "missing")) == 1.7
 
 
 def test_all_hosts_makes_no_roofline_per_host(pod, monkeypatch):

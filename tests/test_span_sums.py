@@ -48,17 +48,26 @@ def _normalized(sums: ss.SpanSums) -> tuple:
     )
 
 
+def _columns(windows) -> ss.Windows | None:
+    """Windows given as (begin, end) pairs (or as the columns already) as the readers' columns."""
+    if windows is None or isinstance(windows, tuple):
+        return windows
+    return (
+        np.array([w[0] for w in windows], np.int64),
+        np.array([w[1] for w in windows], np.int64),
+    )
+
+
 def _array(plane, lines, stats, windows) -> ss.SpanSums:
     parts = [line_events(plane, line, numeric_stats=stats) for line in lines]
-    return ss.array_span_sums(parts, stats, windows)
+    return ss.array_span_sums(parts, stats, _columns(windows))
 
 
 def _both(plane, lines, stats, windows) -> tuple[ss.SpanSums | None, ss.SpanSums]:
     """(the compiled pass's sums or None where it declines, the array path's)."""
     ids = ss.stat_ids(plane, [*ss.DEVICE_TIME_STATS, *stats])
     wanted = [ids.get(n) for n in (*ss.DEVICE_TIME_STATS, *stats)]
-    begin = None if windows is None else np.array([w[0] for w in windows], np.int64)
-    end = None if windows is None else np.array([w[1] for w in windows], np.int64)
+    begin, end = _columns(windows) or (None, None)
     raw = event_table.compiled_span_sums(lines, wanted, begin, end)
     fast = ss._from_compiled(*raw) if raw is not None else None
     return fast, _array(plane, lines, stats, windows)
@@ -235,14 +244,13 @@ def test_what_the_compiled_pass_cannot_sum_exactly_goes_to_the_array_path(case):
     plane = decode_profile(space.SerializeToString()).planes[0]
     ids = ss.stat_ids(plane, [*ss.DEVICE_TIME_STATS, *STATS])
     wanted = [ids.get(n) for n in (*ss.DEVICE_TIME_STATS, *STATS)]
-    begin = np.array([w[0] for w in windows], np.int64)
-    end = np.array([w[1] for w in windows], np.int64)
+    begin, end = _columns(windows)
     assert event_table.compiled_span_sums(plane.lines, wanted, begin, end) is None
     if case == "duration out of range":  # the array path names the problem
         with pytest.raises(ValueError, match="out of range"):
-            ss.span_sums(plane, plane.lines, STATS, windows)
+            ss.span_sums(plane, plane.lines, STATS, _columns(windows))
         return
-    got = ss.span_sums(plane, plane.lines, STATS, windows)
+    got = ss.span_sums(plane, plane.lines, STATS, _columns(windows))
     assert _normalized(got) == _normalized(_array(plane, plane.lines, STATS, windows))
 
 

@@ -24,6 +24,9 @@ from .op_metrics import self_times
 SUMS = ("occurrences", "time_ps", "self_ps", "stat", "scaled_ps")
 # Stats read per event: device time (as line_events), a summed one and a scaling one.
 DEVICE_TIME_STATS = ("device_offset_ps", "device_duration_ps")
+Windows = tuple[
+    np.ndarray, np.ndarray
+]  # (begin ps, end ps) of each window, int64, begins ascending
 
 
 @dataclass
@@ -46,7 +49,7 @@ class SpanSums:
 
 
 def span_sums(
-    plane: Plane, lines: list, stats: tuple[str, str], windows: list[tuple[int, int]] | None
+    plane: Plane, lines: list, stats: tuple[str, str], windows: Windows | None
 ) -> SpanSums:
     """The sums of the events of ``lines`` of ``plane``; ``stats`` names the summed and the
     scaling stat; ``windows`` (begin, end) ps: a window holds the events starting in it
@@ -55,8 +58,7 @@ def span_sums(
     wanted = [ids.get(name) for name in (*DEVICE_TIME_STATS, *stats)]
     begin = end = None
     if windows is not None:
-        begin = np.array([w[0] for w in windows], np.int64)
-        end = np.array([w[1] for w in windows], np.int64)
+        begin, end = (np.ascontiguousarray(w, np.int64) for w in windows)
     compiled = compiled_span_sums(lines, wanted, begin, end)
     if compiled is not None:
         return _from_compiled(*compiled)
@@ -83,7 +85,7 @@ def _from_compiled(events, min_begin, max_end, per_id, cells) -> SpanSums:
 def array_span_sums(
     parts: list[LineEvents],
     stats: tuple[str, str],
-    windows: list[tuple[int, int]] | None,
+    windows: Windows | None,
     metadata_id: np.ndarray | None = None,
 ) -> SpanSums:
     """``span_sums`` of events given as arrays, one part per line (self times line by line);
@@ -115,8 +117,7 @@ def array_span_sums(
         window = cell_id = np.zeros(0, np.int64)
         per_cell = {k: np.zeros(0) for k in SUMS}
     else:
-        starts = np.array([w[0] for w in windows], np.int64)
-        ends = np.array([w[1] for w in windows], np.int64)
+        starts, ends = (np.asarray(w, np.int64) for w in windows)
         group = np.searchsorted(starts, begin, side="right") - 1
         inside = group >= 0
         inside[inside] &= begin[inside] < ends[group[inside]]

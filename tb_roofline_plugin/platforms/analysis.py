@@ -182,8 +182,8 @@ PARALLEL_MIN_BYTES = PARALLEL_MIN_MB * 1_000_000  # hosts of a run; below, one p
 def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
     """Processes worth analyzing ``paths`` in: one per idle core (at most one per host)
     when there are several hosts of PARALLEL_MIN_BYTES or more together, else 1. A core
-    is idle when the machine's load (the last minute's average of running processes) leaves
-    it: on a busy machine more processes only share the same cores."""
+    is idle when no other task runs on it now (``running_elsewhere``): on a busy machine
+    more processes only share the same cores."""
     if len(paths) < 2:
         return 1
     try:
@@ -193,8 +193,27 @@ def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
     if size < PARALLEL_MIN_BYTES:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    busy = running_elsewhere()
     return max(1, min(int((cores or 1) - busy + 0.5), len(paths)))
+
+
+RUNNING_LOOKS = 3  # looks at the running tasks; their least is what keeps running
+
+
+def running_elsewhere(stat_path: str = "/proc/stat") -> float:
+    """Tasks running on the machine now besides this one: the least of a few looks at
+    Linux's ``procs_running`` (which counts the looking thread too). The load average, where
+    there is no /proc, is the last minute's: it still counts work that has ended (a command
+    run just before, or the previous process of a benchmark) as busy cores."""
+    looks = []
+    try:
+        for _ in range(RUNNING_LOOKS):
+            with open(stat_path, "rb") as stat:
+                field = next(ln for ln in stat if ln.startswith(b"procs_running "))
+            looks.append(int(field.split()[1]) - 1)
+    except (OSError, StopIteration, ValueError, IndexError):
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return float(max(min(looks), 0))
 
 
 class _Failed:

@@ -26,7 +26,7 @@ from ..hlo.text import (
 from ..ops.op_metrics import MEMORY_SPACES, TEXT_COLUMNS, empty_columns
 from ..ops.op_stats import Diagnostics, OpStats, StepInfo, table_steps
 from ..ops.selection import check_device
-from ..ops.span_sums import SpanSums, array_span_sums, span_sums
+from ..ops.span_sums import SpanSums, Windows, array_span_sums, span_sums
 from ..ops.step_ops import StepOps, part_cells, step_ops
 from ..peaks.device_rules import tpu_dtype_tflops
 from ..peaks.perf_env import RunEnvironment, tpu_perf_env
@@ -51,6 +51,18 @@ _EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
 
 
 @dataclass
+class CoreSteps:
+    """A core's steps in time order: number, begin and end (ps) of each (int64 arrays)."""
+
+    numbers: np.ndarray
+    begin_ps: np.ndarray
+    end_ps: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+
+@dataclass
 class CoreOps:
     """One TensorCore's op events, summed per op (and per step window where it has steps);
     ``op_row`` maps each of ``sums.ids`` to a row of ``ops`` (-1: not an op)."""
@@ -59,8 +71,8 @@ class CoreOps:
     op_row: np.ndarray
     ops: dict[str, np.ndarray]  # per-occurrence costs and identity of each distinct op
     ops_source: object  # cores with the same (not None) have equal ``ops``
-    steps: list[tuple[int, int, int]]  # (step number, begin ps, end ps)
-    windows: list[tuple[int, int]] | None  # (begin, end) ps of the steps the sums are of
+    steps: CoreSteps
+    windows: Windows | None  # of the steps the sums are of
 
     @property
     def events(self) -> int:
@@ -181,29 +193,31 @@ def _instruction_name(hlo_text: str) -> str:
     return head.lstrip("%")
 
 
-def _steps(plane: Plane) -> list[tuple[int, int, int]]:
+_NO_STEPS = CoreSteps(*(np.zeros(0, np.int64) for _ in range(3)))
+
+
+def _steps(plane: Plane) -> CoreSteps:
     line = next((ln for ln in plane.lines if ln.name == STEPS_LINE), None)
     if line is None:
-        return []
+        return _NO_STEPS
     events = line_events(plane, line, numeric_stats=("step_num",))
     order = np.argsort(events.begin_ps, kind="stable")
     nums = events.stats["step_num"][order]
     valid = valid_step_numbers(nums)
-    numbers = np.where(valid, nums, 0).astype(np.int64).tolist()
+    numbers = np.where(valid, nums, 0).astype(np.int64)
     for k in np.flatnonzero(~valid).tolist():  # rare: numbered by the event's name or position
         meta = plane.event_metadata.get(int(events.metadata_id[order[k]]))
         text = meta.name.strip() if meta is not None else ""
         digits = text.isascii() and text.isdigit()
         numbers[k] = int(text) if digits and valid_step_number(int(text)) else k
     begin = events.begin_ps[order]
-    end = begin + events.duration_ps[order]
-    return list(zip(numbers, begin.tolist(), end.tolist()))
+    return CoreSteps(numbers, begin, begin + events.duration_ps[order])
 
 
 def core_ops(
     plane: Plane,
-    steps: list[tuple[int, int, int]],
-    windows: list[tuple[int, int]] | None,
+    steps: CoreSteps,
+    windows: Windows | None,
     modules: dict[int, ModuleCosts] | None = None,
 ) -> CoreOps:
     """The core's op events summed per op and per window (of its ``steps``; None: none);
@@ -318,7 +332,8 @@ def windowed_ops(
     count = 1
     totals = np.zeros(1, np.int64)
     if by_window:
-        count = len(cores[0].windows or []) if cores else 0
+        first = cores[0].windows if cores else None
+        count = len(first[0]) if first is not None else 0
         totals = np.zeros(count, np.int64)
     groups: list[np.ndarray] = []
     op_parts: list[np.ndarray] = []
@@ -329,8 +344,9 @@ def windowed_ops(
             taken = rows >= 0
             group = core.sums.cell_window[taken]
             part = core.sums.per_cell
-            spans = np.array(core.windows, np.int64).reshape(-1, 2)
-            totals += spans[:, 1] - spans[:, 0]
+            assert core.windows is not None  # binned by window: every core has them
+            begin, end = core.windows
+            totals += end - begin
         else:
             rows = core.op_row
             taken = rows >= 0
@@ -363,7 +379,7 @@ def windowed_ops(
     return ops.keep_rows(occ > 0)
 
 
-def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) -> bool:
+def _is_cut(core: CoreOps, begin: int, end: int, first: bool, last: bool) -> bool:
     """A step is cut by the profile window when it starts with the capture or ends with it.
 
     libtpu drops such steps itself; profiles that still carry them (and our demo data)
@@ -372,7 +388,6 @@ def _is_cut(core: CoreOps, step: tuple[int, int, int], first: bool, last: bool) 
     """
     if core.events == 0:
         return False
-    _, begin, end = step
     return (first and begin == core.sums.min_begin_ps) or (last and end == core.sums.max_end_ps)
 
 
@@ -440,57 +455,65 @@ def _core_number(plane_name: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _core_windows(
-    steps: list[list[tuple[int, int, int]]],
-) -> tuple[list[int], list[list[tuple[int, int]] | None]]:
-    """The step numbers every core with steps has, and each core's windows of them (in
-    number order; None for a core without steps)."""
-    with_steps = [s for s in steps if s]
+def _core_windows(steps: list[CoreSteps]) -> tuple[np.ndarray, list[Windows | None]]:
+    """The step numbers every core with steps has (ascending), and each core's windows of
+    them in that order (None for a core without steps)."""
+    with_steps = [s for s in steps if len(s)]
     if not with_steps:
-        return [], [None] * len(steps)
-    numbers = sorted(set.intersection(*({s[0] for s in c} for c in with_steps)))
-    windows: list[list[tuple[int, int]] | None] = []
+        return np.zeros(0, np.int64), [None] * len(steps)
+    numbers = unique(with_steps[0].numbers)
+    for core_steps in with_steps[1:]:  # those of the core too (both sorted, distinct)
+        theirs = unique(core_steps.numbers)
+        at = np.searchsorted(theirs, numbers).clip(max=len(theirs) - 1)
+        numbers = numbers[theirs[at] == numbers]
+    windows: list[Windows | None] = []
     for core_steps in steps:
-        if not core_steps:
+        if not len(core_steps):
             windows.append(None)
             continue
-        positions = _positions_of(core_steps)
-        windows.append([core_steps[positions[num]][1:] for num in numbers])
+        at = _last_positions(core_steps.numbers, numbers)
+        windows.append((core_steps.begin_ps[at], core_steps.end_ps[at]))
     return numbers, windows
 
 
-def _positions_of(steps: list[tuple[int, int, int]]) -> dict[int, int]:
-    """The position of each step number among ``steps`` (a repeated number: its last)."""
-    return {s[0]: i for i, s in enumerate(steps)}
+def _last_positions(numbers: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The position in ``numbers`` of each of ``wanted`` (all among them; a repeated number:
+    its last), by a stable sort: equal numbers keep their order, the last is rightmost."""
+    order = np.argsort(numbers, kind="stable")
+    return order[np.searchsorted(numbers[order], wanted, side="right") - 1]
 
 
 SAFE_SPAN_PS = 1 << 62  # window bounds within this: end - begin cannot overflow int64
 
 
 def _intersect_steps(
-    cores: list[CoreOps], numbers: list[int], keyed: KeyedOps | None = None
+    cores: list[CoreOps], numbers: np.ndarray, keyed: KeyedOps | None = None
 ) -> list[StepInfo]:
-    """Steps every core has, by number; each step's ops summed over cores (``keyed``:
-    ``keyed_ops(cores)`` made before)."""
+    """Steps every core has, by number (``numbers``, ascending); each step's ops summed over
+    cores (``keyed``: ``keyed_ops(cores)`` made before)."""
     if not cores:
         return []
-    durations, complete = np.zeros(len(numbers), np.int64), [True] * len(numbers)
-    chosen_at = {num: k for k, num in enumerate(numbers)}
+    durations, complete = np.zeros(len(numbers), np.int64), np.ones(len(numbers), bool)
     for core in cores:
-        spans = np.array(core.windows, np.int64).reshape(-1, 2)
-        if len(spans) and np.abs(spans).max() < SAFE_SPAN_PS:
-            durations = np.maximum(durations, spans[:, 1] - spans[:, 0])
+        assert core.windows is not None  # a core with steps has their windows
+        begin, end = core.windows
+        if len(begin) and max(np.abs(begin).max(), np.abs(end).max()) < SAFE_SPAN_PS:
+            durations = np.maximum(durations, end - begin)
         else:  # as Python ints: an overflow is an error, not a wrapped duration
-            durations = np.maximum(durations, [e - b for b, e in core.windows or []])
+            spans = [e - b for b, e in zip(begin.tolist(), end.tolist())]
+            durations = np.maximum(durations, np.array(spans, np.int64))
         # Only a core's first and last step can be cut (``_is_cut``): the chosen steps at
-        # those positions.
-        last = len(core.steps) - 1
-        positions = _positions_of(core.steps)
+        # those positions (a number the core repeats is chosen at its last position).
+        steps, last = core.steps, len(core.steps) - 1
         for position in sorted({0, last}):
-            k = chosen_at.get(core.steps[position][0])
-            if k is None or positions[numbers[k]] != position:
+            number = steps.numbers[position]
+            k = int(np.searchsorted(numbers, number))
+            if k == len(numbers) or numbers[k] != number:
                 continue
-            if _is_cut(core, core.steps[position], position == 0, position == last):
+            if (steps.numbers[position + 1 :] == number).any():
+                continue
+            begin_ps, end_ps = int(steps.begin_ps[position]), int(steps.end_ps[position])
+            if _is_cut(core, begin_ps, end_ps, position == 0, position == last):
                 complete[k] = False
     ops = windowed_ops(cores, by_window=True, keyed=keyed)
     return table_steps(ops, numbers, complete, durations)
