@@ -24,9 +24,8 @@ from .op_metrics import self_times
 SUMS = ("occurrences", "time_ps", "self_ps", "stat", "scaled_ps")
 # Stats read per event: device time (as line_events), a summed one and a scaling one.
 DEVICE_TIME_STATS = ("device_offset_ps", "device_duration_ps")
-Windows = tuple[
-    np.ndarray, np.ndarray
-]  # (begin ps, end ps) of each window, int64, begins ascending
+# Step windows: (begin ps, end ps) of each window, int64 columns, begins ascending.
+Windows = tuple[np.ndarray, np.ndarray]
 
 
 @dataclass
