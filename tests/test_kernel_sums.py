@@ -325,7 +325,8 @@ def test_host_launches_pass_gives_the_line_by_line_markers(case, monkeypatch):
     profile, _, _, markers = _inputs(_bytes(case))
     monkeypatch.setenv(event_table.PURE_ENV, "1")
     slow = host_markers(profile.plane(HOST_PLANE))
-    assert markers.steps == slow.steps
+    for column in ("numbers", "begin_ps", "end_ps"):
+        assert getattr(markers.steps, column).tolist() == getattr(slow.steps, column).tolist()
     assert markers.launch_ids.dtype == slow.launch_ids.dtype == np.uint64
     assert markers.launch_ids.tolist() == slow.launch_ids.tolist()
     assert markers.launch_ps.tolist() == slow.launch_ps.tolist()

@@ -199,4 +199,6 @@ def test_nested_step_roots_are_not_steps_of_their_own():
 
     # TensorFlow's FunctionRun roots (_r=1) inside its train roots.
     roots = [(0.0, 0, 100), (-1.0, 10, 20), (1.0, 120, 200), (-1.0, 130, 140)]
-    assert number_steps(*zip(*roots)) == [(0, 0, 100), (1, 120, 200)]
+    steps = number_steps(*zip(*roots))
+    assert steps.numbers.tolist() == [0, 1]
+    assert steps.begin_ps.tolist() == [0, 120] and steps.end_ps.tolist() == [100, 200]

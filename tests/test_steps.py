@@ -29,7 +29,8 @@ def test_every_op_event_inside_a_step_is_counted_once(shared_data, name):
     assert len(stats.steps) == 10 and stats.has_step_markers
     previous_last = None
     for step in sorted(stats.steps, key=lambda s: s.step_num):
-        begin, end = next((b, e) for n, b, e in events.steps if n == step.step_num)
+        at = events.steps.numbers.tolist().index(step.step_num)
+        begin, end = int(events.steps.begin_ps[at]), int(events.steps.end_ps[at])
         inside = (events.op_begin >= begin) & (events.op_begin < end)
         assert int(step.db.occurrences.sum()) == int(inside.sum())
         assert int(step.db.time_ps[step.db.occurrences > 0].sum()) == int(

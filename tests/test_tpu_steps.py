@@ -9,17 +9,18 @@ import pytest
 from tb_roofline_plugin.demo import TpuSpec, tpu_xspace
 from tb_roofline_plugin.platforms import tpu
 from tb_roofline_plugin.platforms.analysis import analyze_bytes
+from tb_roofline_plugin.platforms.host_steps import StepSpans, no_steps
 
 
-def _steps(numbers, begins, length=90) -> tpu.CoreSteps:
+def _steps(numbers, begins, length=90) -> StepSpans:
     begin = np.array(begins, np.int64)
-    return tpu.CoreSteps(np.array(numbers, np.int64), begin, begin + length)
+    return StepSpans(np.array(numbers, np.int64), begin, begin + length)
 
 
 def test_windows_are_of_the_numbers_every_core_has_a_repeated_one_at_its_last():
     first = _steps([5, 6, 7, 6], [0, 100, 200, 300])  # 6 twice: its window is [300, 390)
     second = _steps([8, 7, 6], [1200, 1100, 1000])  # 5 missing, 8 its own
-    numbers, windows = tpu._core_windows([first, second, tpu._NO_STEPS])
+    numbers, windows = tpu._core_windows([first, second, no_steps()])
     assert numbers.tolist() == [6, 7]
     assert [w[0].tolist() for w in windows[:2]] == [[300, 200], [1000, 1100]]
     assert [w[1].tolist() for w in windows[:2]] == [[390, 290], [1090, 1190]]
@@ -27,7 +28,7 @@ def test_windows_are_of_the_numbers_every_core_has_a_repeated_one_at_its_last():
 
 
 def test_no_core_with_steps_has_no_windows():
-    numbers, windows = tpu._core_windows([tpu._NO_STEPS, tpu._NO_STEPS])
+    numbers, windows = tpu._core_windows([no_steps(), no_steps()])
     assert numbers.tolist() == [] and windows == [None, None]
 
 

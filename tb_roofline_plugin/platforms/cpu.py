@@ -47,7 +47,7 @@ from .cpu_executions import (
     group_executions,
     step_times,
 )
-from .host_steps import number_steps, root_columns, step_roots
+from .host_steps import StepSpans, no_steps, number_steps, root_columns, step_roots
 from .host_sums import HostOpPiece, compiled_host_ops, host_op_tables, integer_stats
 from .in_threads import THREADS_MIN_BYTES, thread_map
 
@@ -71,7 +71,7 @@ class HostEvents:
     op_self: np.ndarray  # share of its device's busy time (``busy_shares``), set by cpu_op_stats
     op: np.ndarray  # int64 per event: its op, numbered in order of first appearance
     op_keys: list[tuple[int, str]]  # (program id, instruction name) of each op
-    steps: list[tuple[int, int, int]]  # (step number, begin, end)
+    steps: StepSpans
     op_program: np.ndarray = field(default_factory=lambda: _NO_I64)  # program id code
     op_run: np.ndarray = field(default_factory=lambda: _NO_I64)  # run_id stat (0: absent)
     op_has_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
@@ -503,16 +503,16 @@ def cpu_op_stats(
         marks = events.marks
         deferred = len(marks.schedule_begin) and len(marks.execute_begin)
         window = None
-        if events.steps and not deferred:
-            window = (min(b for _, b, _ in events.steps), max(e for _, _, e in events.steps))
+        if len(events.steps) and not deferred:
+            window = (int(events.steps.begin_ps.min()), int(events.steps.end_ps.max()))
         spans = events.device_spans(window)
         span = int(spans.sum()) if chosen is None else int(spans[chosen])
         group = np.where(events.on_device(chosen), 0, -1)
         whole, missing = cpu_ops(events, modules, group, [span])
         all_db = whole.db(0)
     else:  # no XLA ops: the profile's time is that of its steps, if it has any
-        steps = events.steps if events is not None else []
-        span = max((e for _, _, e in steps), default=0) - min((b for _, b, _ in steps), default=0)
+        steps = events.steps if events is not None else no_steps()
+        span = int(steps.end_ps.max()) - int(steps.begin_ps.min()) if len(steps) else 0
         all_db = with_idle(OpMetricsDb(**empty_columns(0), total_time_ps=span))
         missing = None
     cores = max(len(devices), 1) if chosen is None else 1
@@ -530,7 +530,7 @@ def cpu_op_stats(
         devices=devices,
         device=device,
     )
-    if events is not None and events.steps:
+    if events is not None and len(events.steps):
         stats.has_step_markers = True
         stats.steps, warnings = cpu_steps(events, modules, chosen)
         stats.diagnostics.warnings.extend(warnings)
@@ -545,9 +545,7 @@ def cpu_steps(
     ``chosen``: the index of the one device kept (None: all). The events' program and run
     columns, read by the grouping into executions alone, go once it is done: the step cells
     made next are the reader's peak of memory."""
-    starts = np.array([b for _, b, _ in events.steps], np.int64)
-    ends = np.array([e for _, _, e in events.steps], np.int64)
-    numbers = [num for num, _, _ in events.steps]
+    starts, ends, numbers = events.steps.begin_ps, events.steps.end_ps, events.steps.numbers
     if not len(events.op):  # no XLA program ran: the steps hold nothing to cost
         ops, _ = cpu_ops(events, modules, _NO_I64, (ends - starts).tolist())
         return table_steps(ops, numbers, ends > starts, (ends - starts).tolist()), []

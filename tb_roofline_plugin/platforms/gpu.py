@@ -483,7 +483,7 @@ def gpu_op_stats(
     derived = read_derived(planes)
     numbers = [int(m.group(1)) for p in planes if (m := GPU_PLANE.match(p.name))]
     env = RunEnvironment(hardware_type="GPU", device_type=device_type)
-    summable = not len(derived.op) and (bool(markers.steps) or not len(derived.step_begin))
+    summable = not len(derived.op) and (len(markers.steps) > 0 or not len(derived.step_begin))
     only = numbers.index(device) if device is not None and device in numbers else -1
     summed = compiled_gpu_sums(planes, modules, markers, only) if summable else None
     if summed is not None:
@@ -613,10 +613,9 @@ def compiled_gpu_sums(
 
 
 def _windows(markers: HostMarkers) -> tuple[np.ndarray, np.ndarray] | None:
-    if not markers.steps:
+    if not len(markers.steps):
         return None
-    return (np.array([b for _, b, _ in markers.steps], np.int64),
-            np.array([e for _, _, e in markers.steps], np.int64))  # fmt: skip
+    return markers.steps.begin_ps, markers.steps.end_ps
 
 
 def array_gpu_sums(
@@ -690,7 +689,7 @@ def _stats_from_sums(
     summed = sums.plane_summed_ps[:n_planes]
     overlap = (summed - sums.plane_busy_ps[:n_planes]).astype(np.int64)
     _overlap_note(stats, host, numbers, summed.astype(np.int64), overlap, only)
-    if markers.steps:
+    if len(markers.steps):
         stats.has_step_markers = True
         steps = len(markers.steps)
         cells_of = _sums_cells(sums.cell_step, sums.cell_op, steps)
@@ -699,8 +698,7 @@ def _stats_from_sums(
                             per_cell["time_ps"], per_cell["event_flops"],
                             per_cell["event_bytes"], sums.step_total_ps)  # fmt: skip
         starts, ends = _windows(markers) or (np.zeros(0, np.int64),) * 2
-        step_numbers = [num for num, _, _ in markers.steps]
-        stats.steps = table_steps(ops, step_numbers, sums.step_missing == 0,
+        stats.steps = table_steps(ops, markers.steps.numbers, sums.step_missing == 0,
                                   (ends - starts).tolist())  # fmt: skip
         stats.diagnostics.info.append(GPU_STEPS_INFO)
         _unclaimed_note(stats, (sums.unclaimed, sums.unclaimed_ps))
@@ -768,7 +766,7 @@ def _kernel_op_stats(
     _cost_notes(stats, table)
     summed, overlap = stream_overlap(kernels, planes)
     _overlap_note(stats, host, numbers, summed, overlap, only)
-    if markers.steps:
+    if len(markers.steps):
         stats.has_step_markers = True
         stats.steps, unclaimed = gpu_steps(kernels, op, table, markers, planes, starts, only)
         stats.diagnostics.info.append(GPU_STEPS_INFO)
@@ -823,8 +821,7 @@ def gpu_steps(
     one GPU kept (its plane index; None: all). Returns the steps and the (count, ps) of
     kernels no step claims.
     """
-    starts = np.array([b for _, b, _ in markers.steps], np.int64)
-    ends = np.array([e for _, _, e in markers.steps], np.int64)
+    starts, ends = markers.steps.begin_ps, markers.steps.end_ps
     ids, times = markers.launch_ids, markers.launch_ps
     slot = np.minimum(np.searchsorted(ids, kernels.correlation_id), max(len(ids) - 1, 0))
     launched = kernels.has_correlation & (len(ids) > 0)
@@ -850,8 +847,7 @@ def gpu_steps(
     launch_step = np.searchsorted(starts, times, side="right") - 1
     inside = (launch_step >= 0) & (times < ends[np.maximum(launch_step, 0)])
     missing = np.bincount(launch_step[inside & ~ran], minlength=count)
-    numbers = [num for num, _, _ in markers.steps]
-    steps = table_steps(ops, numbers, missing == 0, (ends - starts).tolist())
+    steps = table_steps(ops, markers.steps.numbers, missing == 0, (ends - starts).tolist())
     unclaimed = ~claimed if only is None else ~claimed & (kernels.plane == only)
     return steps, (int(unclaimed.sum()), int((kernels.end_ps - kernels.begin_ps)[unclaimed].sum()))
 

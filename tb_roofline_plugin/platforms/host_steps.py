@@ -31,8 +31,24 @@ _NO_TIMES = np.zeros(0, np.int64)
 
 
 @dataclass
+class StepSpans:
+    """Steps in time order: the number, begin and end (ps) of each, as int64 columns."""
+
+    numbers: np.ndarray
+    begin_ps: np.ndarray
+    end_ps: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.numbers)
+
+
+def no_steps() -> StepSpans:
+    return StepSpans(_NO_TIMES, _NO_TIMES, _NO_TIMES)
+
+
+@dataclass
 class HostMarkers:
-    steps: list[tuple[int, int, int]] = field(default_factory=list)  # (number, begin, end) ps
+    steps: StepSpans = field(default_factory=no_steps)
     # Launches by correlation id, ascending and unique (a repeated id: the last one read).
     launch_ids: np.ndarray = field(default_factory=lambda: _NO_IDS)  # uint64
     launch_ps: np.ndarray = field(default_factory=lambda: _NO_TIMES)  # int64 launch begin
@@ -48,7 +64,7 @@ def valid_step_number(num: float) -> bool:
     return bool(valid_step_numbers(np.float64(num)))
 
 
-def number_steps(num: np.ndarray, begin: np.ndarray, end: np.ndarray) -> list[tuple[int, int, int]]:
+def number_steps(num: np.ndarray, begin: np.ndarray, end: np.ndarray) -> StepSpans:
     """Step markers in time order, each numbered by its ``step_num`` or else by position.
 
     The markers' columns (``root_columns``): step_num (float64, NaN where the marker has
@@ -57,7 +73,7 @@ def number_steps(num: np.ndarray, begin: np.ndarray, end: np.ndarray) -> list[tu
     (e.g. ``FunctionRun`` roots inside ``train`` roots).
     """
     if not len(num):
-        return []
+        return no_steps()
     num = np.asarray(num, np.float64)
     begin, end = np.asarray(begin, np.int64), np.asarray(end, np.int64)
     numbered = ~np.isnan(num)
@@ -68,7 +84,7 @@ def number_steps(num: np.ndarray, begin: np.ndarray, end: np.ndarray) -> list[tu
     outer = ~nested_in_earlier(begin, end)
     num, begin, end = num[outer], begin[outer], end[outer]
     numbers = np.where(valid_step_numbers(num), num, np.arange(len(num))).astype(np.int64)
-    return list(zip(numbers.tolist(), begin.tolist(), end.tolist()))
+    return StepSpans(numbers, begin, end)
 
 
 Roots = tuple[np.ndarray, np.ndarray, np.ndarray]  # step_num (NaN: none), begin, end (ps)

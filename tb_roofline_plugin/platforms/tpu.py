@@ -42,24 +42,12 @@ from ..xspace.profile_reader import (
     stat_names,
     stats_dict,
 )
-from .host_steps import valid_step_number, valid_step_numbers
+from .host_steps import StepSpans, no_steps, valid_step_number, valid_step_numbers
 from .in_threads import THREADS_MIN_BYTES, thread_map
 
 OP_LINES = ("XLA Ops",)
 STEPS_LINE = "Steps"
 _EVENT_STATS = ("dma_stall_duration_ps", "Time Scale Multiplier")
-
-
-@dataclass
-class CoreSteps:
-    """A core's steps in time order: number, begin and end (ps) of each (int64 arrays)."""
-
-    numbers: np.ndarray
-    begin_ps: np.ndarray
-    end_ps: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.numbers)
 
 
 @dataclass
@@ -71,7 +59,7 @@ class CoreOps:
     op_row: np.ndarray
     ops: dict[str, np.ndarray]  # per-occurrence costs and identity of each distinct op
     ops_source: object  # cores with the same (not None) have equal ``ops``
-    steps: CoreSteps
+    steps: StepSpans
     windows: Windows | None  # of the steps the sums are of
 
     @property
@@ -193,13 +181,10 @@ def _instruction_name(hlo_text: str) -> str:
     return head.lstrip("%")
 
 
-_NO_STEPS = CoreSteps(*(np.zeros(0, np.int64) for _ in range(3)))
-
-
-def _steps(plane: Plane) -> CoreSteps:
+def _steps(plane: Plane) -> StepSpans:
     line = next((ln for ln in plane.lines if ln.name == STEPS_LINE), None)
     if line is None:
-        return _NO_STEPS
+        return no_steps()
     events = line_events(plane, line, numeric_stats=("step_num",))
     order = np.argsort(events.begin_ps, kind="stable")
     nums = events.stats["step_num"][order]
@@ -211,12 +196,12 @@ def _steps(plane: Plane) -> CoreSteps:
         digits = text.isascii() and text.isdigit()
         numbers[k] = int(text) if digits and valid_step_number(int(text)) else k
     begin = events.begin_ps[order]
-    return CoreSteps(numbers, begin, begin + events.duration_ps[order])
+    return StepSpans(numbers, begin, begin + events.duration_ps[order])
 
 
 def core_ops(
     plane: Plane,
-    steps: CoreSteps,
+    steps: StepSpans,
     windows: Windows | None,
     modules: dict[int, ModuleCosts] | None = None,
 ) -> CoreOps:
@@ -455,7 +440,7 @@ def _core_number(plane_name: str) -> int:
     return int(match.group(1)) if match else -1
 
 
-def _core_windows(steps: list[CoreSteps]) -> tuple[np.ndarray, list[Windows | None]]:
+def _core_windows(steps: list[StepSpans]) -> tuple[np.ndarray, list[Windows | None]]:
     """The step numbers every core with steps has (ascending), and each core's windows of
     them in that order (None for a core without steps)."""
     with_steps = [s for s in steps if len(s)]
