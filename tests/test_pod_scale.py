@@ -17,7 +17,7 @@ from tb_roofline_plugin.demo import TpuSpec, tpu_xspace, write_profile
 from tb_roofline_plugin.errors import ProfileError
 from tb_roofline_plugin.ops import op_metrics, op_stats
 from tb_roofline_plugin.ops.op_stats import combine_hosts
-from tb_roofline_plugin.platforms import analysis, tpu
+from tb_roofline_plugin.platforms import analysis, in_threads, tpu
 from tb_roofline_plugin.platforms.analysis import analyze_file, analyze_files, shared_in_order
 from tb_roofline_plugin.render.export import render
 from tb_roofline_plugin.serve.service import RooflineService
@@ -262,15 +262,15 @@ def test_the_tasks_running_elsewhere_are_the_least_seen_now_not_the_last_minutes
     stat = tmp_path / "stat"
     stat.write_bytes(b"cpu  1 2 3\nctxt 99\nprocs_running 3\nprocs_blocked 0\n")
     # 3 running, this thread one of them: 2 elsewhere, whatever the load average says.
-    monkeypatch.setattr(analysis.os, "getloadavg", lambda: (1.7, 0, 0), raising=False)
-    assert analysis.running_elsewhere(str(stat)) == 2.0
+    monkeypatch.setattr(in_threads.os, "getloadavg", lambda: (1.7, 0, 0), raising=False)
+    assert in_threads.running_elsewhere(str(stat)) == 2.0
     looks = iter([b"procs_running 4\n", b"procs_running 1\n", b"procs_running 2\n"])
-    monkeypatch.setattr(analysis, "open", lambda *_: io.BytesIO(next(looks)), raising=False)
-    assert analysis.running_elsewhere(str(stat)) == 0.0  # the least of the looks: 1 - 1
-    monkeypatch.delattr(analysis, "open")
+    monkeypatch.setattr(in_threads, "open", lambda *_: io.BytesIO(next(looks)), raising=False)
+    assert in_threads.running_elsewhere(str(stat)) == 0.0  # the least of the looks: 1 - 1
+    monkeypatch.delattr(in_threads, "open")
     stat.write_bytes(b"cpu  1 2 3\n")  # no such field (not Linux's): the load average
-    assert analysis.running_elsewhere(str(stat)) == 1.7
-    assert analysis.running_elsewhere(str(tmp_path / "missing")) == 1.7
+    assert in_threads.running_elsewhere(str(stat)) == 1.7
+    assert in_threads.running_elsewhere(str(tmp_path / "missing")) == 1.7
 
 
 def test_all_hosts_makes_no_roofline_per_host(pod, monkeypatch):

@@ -19,6 +19,7 @@ from ..ops.selection import check_device
 from ..peaks.perf_env import PerfEnv, RunEnvironment, finite_env
 from ..xspace.discovery import file_head, host_name, is_trace_file
 from ..xspace.profile_reader import GPU_PLANE, TPU_CORE_PLANE, Profile, decode_profile, read_profile
+from .in_threads import idle_cores, running_elsewhere
 
 if TYPE_CHECKING:  # concurrent.futures only where hosts are analyzed in parallel
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -192,28 +193,7 @@ def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
         return 1  # the serial path reports the file
     if size < PARALLEL_MIN_BYTES:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    busy = running_elsewhere()
-    return max(1, min(int((cores or 1) - busy + 0.5), len(paths)))
-
-
-RUNNING_LOOKS = 3  # looks at the running tasks; their least is what keeps running
-
-
-def running_elsewhere(stat_path: str = "/proc/stat") -> float:
-    """Tasks running on the machine now besides this one: the least of a few looks at
-    Linux's ``procs_running`` (which counts the looking thread too). The load average, where
-    there is no /proc, is the last minute's: it still counts work that has ended (a command
-    run just before, or the previous process of a benchmark) as busy cores."""
-    looks = []
-    try:
-        for _ in range(RUNNING_LOOKS):
-            with open(stat_path, "rb") as stat:
-                field = next(ln for ln in stat if ln.startswith(b"procs_running "))
-            looks.append(int(field.split()[1]) - 1)
-    except (OSError, StopIteration, ValueError, IndexError):
-        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return float(max(min(looks), 0))
+    return max(1, min(int(idle_cores() - running_elsewhere() + 0.5), len(paths)))
 
 
 class _Failed:

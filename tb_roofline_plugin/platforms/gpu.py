@@ -697,7 +697,7 @@ def _stats_from_sums(
         ops = cell_step_ops(table, cells_of, per_cell["count"], per_cell["executions"],
                             per_cell["time_ps"], per_cell["event_flops"],
                             per_cell["event_bytes"], sums.step_total_ps)  # fmt: skip
-        starts, ends = _windows(markers) or (np.zeros(0, np.int64),) * 2
+        starts, ends = markers.steps.begin_ps, markers.steps.end_ps
         stats.steps = table_steps(ops, markers.steps.numbers, sums.step_missing == 0,
                                   (ends - starts).tolist())  # fmt: skip
         stats.diagnostics.info.append(GPU_STEPS_INFO)

@@ -22,6 +22,25 @@ def idle_cores() -> int:
     return os.cpu_count() or 1
 
 
+RUNNING_LOOKS = 3  # looks at the running tasks; their least is what keeps running
+
+
+def running_elsewhere(stat_path: str = "/proc/stat") -> float:
+    """Tasks running on the machine now besides this one: the least of a few looks at
+    Linux's ``procs_running`` (which counts the looking thread too). The load average, where
+    there is no /proc, is the last minute's: it still counts work that has ended (a command
+    run just before, or the previous process of a benchmark) as busy cores."""
+    looks = []
+    try:
+        for _ in range(RUNNING_LOOKS):
+            with open(stat_path, "rb") as stat:
+                field = next(ln for ln in stat if ln.startswith(b"procs_running "))
+            looks.append(int(field.split()[1]) - 1)
+    except (OSError, StopIteration, ValueError, IndexError):
+        return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return float(max(min(looks), 0))
+
+
 def thread_map(work: Callable[[T], R], items: Sequence[T], threads: int | None = None) -> list[R]:
     """``[work(item) for item in items]``, the items shared by this thread and up to
     ``threads - 1`` others (default: one per core); the first item's error (in item order)

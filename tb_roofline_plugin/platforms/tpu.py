@@ -224,10 +224,11 @@ def core_ops(
     return CoreOps(sums, op_row, ops, source, steps, windows)
 
 
-def _positions(distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The index in ``distinct`` (distinct, any order) of each of ``values``."""
-    order = np.argsort(distinct, kind="stable")
-    return order[np.searchsorted(distinct[order], values)]
+def _positions(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The index in ``keys`` (any order) of each of ``values`` (all among them; a key that
+    repeats: its last), by a stable sort: equal keys keep their order, the last rightmost."""
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], values, side="right") - 1]
 
 
 def _distinct_keys(ops: dict, op_row: np.ndarray) -> np.ndarray | None:
@@ -456,16 +457,9 @@ def _core_windows(steps: list[StepSpans]) -> tuple[np.ndarray, list[Windows | No
         if not len(core_steps):
             windows.append(None)
             continue
-        at = _last_positions(core_steps.numbers, numbers)
+        at = _positions(core_steps.numbers, numbers)
         windows.append((core_steps.begin_ps[at], core_steps.end_ps[at]))
     return numbers, windows
-
-
-def _last_positions(numbers: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The position in ``numbers`` of each of ``wanted`` (all among them; a repeated number:
-    its last), by a stable sort: equal numbers keep their order, the last is rightmost."""
-    order = np.argsort(numbers, kind="stable")
-    return order[np.searchsorted(numbers[order], wanted, side="right") - 1]
 
 
 SAFE_SPAN_PS = 1 << 62  # window bounds within this: end - begin cannot overflow int64
