@@ -33,6 +33,22 @@ def test_run_ids_make_executions_per_program():
     assert groups.tolist() == [0, 0, 2, 1, 1]  # numbered by (program, run id)
 
 
+def test_interleaved_runs_of_executions_number_by_key_whatever_their_order():
+    # Two threads' ops interleaved: each execution comes in several runs, one program is
+    # constant on a device, and run ids are JAX's (anywhere in int32).
+    rng = np.random.default_rng(7)
+    run = rng.choice(np.array([-2_000_000_000, 5, 1_900_000_000, 77]), 400)
+    run = np.repeat(run, rng.integers(1, 4, 400))  # runs of equal keys, as a line has
+    program = np.where(run == 77, 3, 1)
+    begin = np.arange(len(run))
+    groups = group_executions(begin, program, run, np.ones(len(run), bool), _marks())
+    # Oracle: the rank of each (program, run id) among the sorted distinct keys.
+    keys = sorted(set(zip(program.tolist(), run.tolist())))
+    expected = [keys.index(k) for k in zip(program.tolist(), run.tolist())]
+    assert groups.tolist() == expected
+    assert sorted(set(groups.tolist())) == [0, 1, 2, 3]
+
+
 def test_without_run_ids_executions_start_at_execute_events():
     begin = np.array([3, 4, 12, 13, 30])
     run = np.full(5, -1)  # TensorFlow: run_id -1 on every op

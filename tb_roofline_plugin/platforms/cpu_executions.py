@@ -61,25 +61,41 @@ def _factorize(*columns: np.ndarray) -> np.ndarray:
     n = len(columns[0])
     if n == 0:
         return np.zeros(0, np.int64)
-    # The columns as digits of one key where their ranges allow (the order is the same):
-    # one stable sort, which takes the runs of a line's time-ordered events as they come.
-    key, span = np.zeros(n, np.int64), 1
+    # The columns as digits of one key where their ranges allow (the order is the same); a
+    # column of one value adds no digit.
+    key, span = None, 1
     for column in columns:
         low, high = int(column.min()), int(column.max())
         width = high - low + 1
+        if width == 1:
+            continue
         span *= width
         if span >= 1 << 62:
             return _lex_factorize(*columns)
-        key *= width
-        key += column - low
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    new = np.empty(n, bool)
+        digit = column - low  # a new array: the key is built in place from it
+        if key is None:
+            key = digit
+        else:
+            key *= width
+            key += digit
+    if key is None:
+        return np.zeros(n, np.int64)
+    # A line's events of one execution come one after another: each run of equal keys is
+    # numbered once, by a sort of the runs' keys (any order of equal keys numbers them alike).
+    head = np.empty(n, bool)
+    head[0] = True
+    np.not_equal(key[1:], key[:-1], out=head[1:])
+    starts = np.flatnonzero(head)
+    keys = key[starts]
+    del key, head
+    order = np.argsort(keys)
+    ordered = keys[order]
+    new = np.empty(len(ordered), bool)
     new[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    group = np.empty(n, np.int64)
+    group = np.empty(len(ordered), np.int64)
     group[order] = np.cumsum(new) - 1
-    return group
+    return np.repeat(group, np.diff(starts, append=n))
 
 
 def _lex_factorize(*columns: np.ndarray) -> np.ndarray:
