@@ -29,8 +29,6 @@ _DEVICE_HELP = (
 
 
 def _export(args: argparse.Namespace) -> int:
-    from .platforms.analysis import analyze_file, analyze_files
-    from .render.export import render_pieces
     from .xspace.sources import profile_files
 
     if args.dask or args.cache_dir:
@@ -38,7 +36,10 @@ def _export(args: argparse.Namespace) -> int:
             raise RooflineError("--device shows one device; --dask and --cache-dir convert hosts")
         return _export_to_cache(args)
     files = profile_files(args.path, args.host)
+    _read_ahead(files)
     from .ops.selection import parse_step
+    from .platforms.analysis import analyze_file, analyze_files
+    from .render.export import render_pieces
 
     step = parse_step(args.step)
     by_layer = args.by == "layer"
@@ -66,6 +67,17 @@ def _export(args: argparse.Namespace) -> int:
     del stats  # what the pieces need they hold: a datatable's or CSV's, only its records
     _write(pieces, args.output)
     return 0
+
+
+def _read_ahead(files: list[str]) -> None:
+    """One XSpace file read while the analysis is imported (``files.read_ahead``): not
+    several (a worker process may be the one to read each), nor a PyTorch trace (read as
+    text, another way)."""
+    from .files import read_ahead
+    from .xspace.discovery import PROFILE_SUFFIX
+
+    if len(files) == 1 and files[0].endswith(PROFILE_SUFFIX):
+        read_ahead(files[0])
 
 
 def _export_to_cache(args: argparse.Namespace) -> int:
@@ -220,12 +232,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from .ops.selection import parse_step
-    from .platforms.analysis import analyze_file, analyze_files
-    from .render.summary import summary_text
     from .xspace.sources import profile_files
 
     files = profile_files(args.path, args.host)
+    _read_ahead(files)
+    from .ops.selection import parse_step
+    from .platforms.analysis import analyze_file, analyze_files
+    from .render.summary import summary_text
+
     step = parse_step(args.step)
     if args.by != "layer" and (args.depth is not None or step != "total"):
         raise RooflineError("--depth and --step go with --by layer (the ops' summary is of Total)")

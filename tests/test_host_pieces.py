@@ -103,3 +103,64 @@ def test_host_lines_handed_back_as_they_are_read_give_the_same_roofline(tmp_path
     assert render(analyze_file(path), "json", ["h.xplane.pb"]) == whole
     assert len(released) >= 2 and all(released)  # every host line, once read
     assert len(pieces) > 5 and not any(pieces)  # a line read in part stays, its start goes
+
+
+def test_a_file_read_ahead_is_what_the_read_then_gives_once(tmp_path, monkeypatch):
+    import mmap
+
+    from tb_roofline_plugin import files
+
+    monkeypatch.setattr(files, "RELEASABLE_MIN_BYTES", mmap.PAGESIZE)
+    reads = []
+    original = files._read_regular
+    monkeypatch.setattr(
+        files, "_read_regular", lambda *a, **k: reads.append(a) or original(*a, **k)
+    )
+    content = b"xspace" * mmap.PAGESIZE
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(content)
+    files.read_ahead(path)
+    taken = files.read_releasable(path)
+    assert isinstance(taken, mmap.mmap) and taken[:] == content
+    assert len(reads) == 1  # the read ahead's, taken
+    assert files.read_releasable(path)[:] == content and len(reads) == 2  # taken once only
+
+
+def test_a_read_ahead_that_fails_leaves_the_error_to_the_read(tmp_path):
+    from tb_roofline_plugin import files
+    from tb_roofline_plugin.errors import ProfileError
+
+    missing = tmp_path / "gone.xplane.pb"
+    files.read_ahead(missing)
+    with pytest.raises(ProfileError, match="gone.xplane.pb"):
+        files.read_releasable(missing)
+    big = tmp_path / "big.xplane.pb"
+    big.write_bytes(b"0123456789")
+    files.read_ahead(big, max_bytes=4)
+    with pytest.raises(files.FileTooLarge, match="big.xplane.pb"):
+        files.read_releasable(big, max_bytes=4)
+    assert files.read_releasable(big) == b"0123456789"  # another limit: read anew
+
+
+def test_export_reads_its_one_xspace_file_ahead_of_the_imports(tmp_path, monkeypatch):
+    from tb_roofline_plugin import cli, files
+
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(cpu_xspace(CpuSpec(steps=3)).SerializeToString())
+    ahead = []
+    monkeypatch.setattr(files, "read_ahead", lambda p, *a: ahead.append(p))
+    out = tmp_path / "out.json"
+    assert cli.main(["export", str(path), "-o", str(out)]) == 0
+    assert ahead == [str(path)] and out.read_text().startswith("[")
+    trace = tmp_path / "t.pt.trace.json"
+    trace.write_text('{"traceEvents": []}')
+    cli.main(["export", str(trace), "-o", str(tmp_path / "t.json")])
+    assert ahead == [str(path)]  # a PyTorch trace is read as text: not ahead
+
+
+def test_busy_shares_and_executions_at_once_give_the_serial_results(monkeypatch):
+    data = cpu_xspace(CpuSpec(steps=6)).SerializeToString()
+    at_once = render(analyze_bytes(data, "h.xplane.pb"), "json", ["h"])
+    monkeypatch.setattr(cpu, "OVERLAP_MAX_EVENTS", 0)  # one after the other
+    assert render(analyze_bytes(data, "h.xplane.pb"), "json", ["h"]) == at_once
+    assert '"step_num": 5' in at_once
