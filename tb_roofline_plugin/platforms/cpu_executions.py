@@ -123,11 +123,18 @@ def group_executions(
     """The execution (0..k-1) of each op event; see the module docstring for the rules.
     ``device``: each op event's device (None: one device)."""
     by_run = has_run_id & (run_id != NO_RUN_ID)
+    keys = [np.asarray(program, np.int64)]  # a column of one value is left out: no digit
+    if device is not None:
+        keys.append(np.asarray(device, np.int64))
+    if by_run.all():  # JAX: the run ids alone
+        return _factorize(*keys, np.asarray(run_id, np.int64))
+    # Otherwise the kind of key first: run id, the execute event's slot, or the event alone.
+    if len(marks.execute_begin):
+        other = np.searchsorted(marks.execute_begin, begin_ps, side="right") - 1
+    else:
+        other = np.arange(len(begin_ps))
     kind = np.where(by_run, 0, 1 if len(marks.execute_begin) else 2)
-    slot = np.searchsorted(marks.execute_begin, begin_ps, side="right") - 1
-    within = np.where(by_run, run_id, np.where(kind == 1, slot, np.arange(len(begin_ps))))
-    on = np.zeros(len(begin_ps), np.int64) if device is None else device.astype(np.int64)
-    return _factorize(kind, program.astype(np.int64), on, within)
+    return _factorize(kind, *keys, np.where(by_run, run_id, other))
 
 
 def fifo_schedule(schedule_begin: np.ndarray, execute_begin: np.ndarray) -> np.ndarray:
