@@ -145,7 +145,7 @@ def read_ahead(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_BYTES) -> N
     def reader() -> None:
         try:
             read.append(_read_regular(key[0], max_bytes, paged=True))
-        except Exception:  # noqa: BLE001 (the read proper reports it, once, in its thread)
+        except Exception:  # the read proper reports it, once, in the caller's thread
             pass
 
     thread = threading.Thread(target=reader, daemon=True)

@@ -123,7 +123,7 @@ def group_executions(
     """The execution (0..k-1) of each op event; see the module docstring for the rules.
     ``device``: each op event's device (None: one device)."""
     by_run = has_run_id & (run_id != NO_RUN_ID)
-    keys = [np.asarray(program, np.int64)]  # a column of one value is left out: no digit
+    keys = [np.asarray(program, np.int64)]  # then the device, then what tells runs apart
     if device is not None:
         keys.append(np.asarray(device, np.int64))
     if by_run.all():  # JAX: the run ids alone
