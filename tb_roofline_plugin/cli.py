@@ -72,11 +72,11 @@ def _export(args: argparse.Namespace) -> int:
 def _read_ahead(files: list[str]) -> None:
     """One XSpace file read while the analysis is imported (``files.read_ahead``): not
     several (a worker process may be the one to read each), nor a PyTorch trace (read as
-    text, another way)."""
+    text, another way; told apart as ``analyze_file`` tells them)."""
     from .files import read_ahead
-    from .xspace.discovery import PROFILE_SUFFIX
+    from .xspace.discovery import file_head, is_trace_file
 
-    if len(files) == 1 and files[0].endswith(PROFILE_SUFFIX):
+    if len(files) == 1 and not is_trace_file(files[0], file_head(files[0])):
         read_ahead(files[0])
 
 

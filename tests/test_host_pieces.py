@@ -154,8 +154,12 @@ def test_export_reads_its_one_xspace_file_ahead_of_the_imports(tmp_path, monkeyp
     assert ahead == [str(path)] and out.read_text().startswith("[")
     trace = tmp_path / "t.pt.trace.json"
     trace.write_text('{"traceEvents": []}')
-    cli.main(["export", str(trace), "-o", str(tmp_path / "t.json")])
+    assert cli.main(["export", str(trace), "-o", str(tmp_path / "t.json")]) == 0
     assert ahead == [str(path)]  # a PyTorch trace is read as text: not ahead
+    renamed = tmp_path / "host.pb"  # an XSpace file under another name: read ahead too
+    renamed.write_bytes(path.read_bytes())
+    assert cli.main(["export", str(renamed), "-o", str(out)]) == 0
+    assert ahead == [str(path), str(renamed)]
 
 
 def test_busy_shares_and_executions_at_once_give_the_serial_results(monkeypatch):
