@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli
 from tiny_tpu import tiny_tpu
 
+from tb_roofline_plugin import cli
 from tb_roofline_plugin.demo.xspace_builder import plane
 from tb_roofline_plugin.protos import xplane_pb2
 
@@ -231,3 +232,56 @@ def test_export_imports_numpy_with_one_blas_thread_unless_told_otherwise(
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert done.stdout.split() == ["0", expected], done.stderr
+
+
+TEARDOWN_PROBE = (
+    "import atexit, sys; from tb_roofline_plugin import cli; "
+    "atexit.register(lambda: print('teardown ran', file=sys.stderr)); "
+    "sys.argv[0] = 'tb-roofline'; cli.run()"
+)
+
+
+def _console(*args: str, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", TEARDOWN_PROBE, *map(str, args)],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_console_command_ends_a_conversion_without_the_interpreters_teardown(tmp_path):
+    """A conversion's process ends once its output is flushed, skipping the teardown (atexit
+    handlers, freeing every object): the whole output is there, and the exit status."""
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(tiny_tpu().SerializeToString())
+    done = _console("export", path, "--format", "csv")
+    assert done.returncode == 0 and done.stderr == ""
+    assert cli.main(["export", str(path), "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
+    assert done.stdout == (tmp_path / "r.csv").read_text()
+    assert next(csv.DictReader(io.StringIO(done.stdout)))["Operation"] == "Program"
+    (tmp_path / "out").mkdir()
+    written = _console("export", path, "-o", tmp_path / "out" / "r.json", "--format", "json")
+    assert written.returncode == 0 and written.stderr == ""
+    assert json.loads((tmp_path / "out" / "r.json").read_text())["database"]
+    missing = _console("export", tmp_path / "missing.xplane.pb")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "missing.xplane.pb" in missing.stderr
+
+
+def test_the_console_command_keeps_the_teardown_where_nothing_is_converted():
+    """``--help`` and bad command lines exit as argparse does; the teardown runs."""
+    done = _console("--help")
+    assert done.returncode == 0 and "export" in done.stdout
+    assert "teardown ran" in done.stderr
+    bad = _console("export")
+    assert bad.returncode == 2 and "teardown ran" in bad.stderr
+
+
+def test_the_console_command_into_a_closed_pipe_ends_quietly(tmp_path):
+    """Output into a pipe its reader closed (``| head``): no traceback, status 0, as before."""
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(tiny_tpu().SerializeToString())
+    reader, writer = os.pipe()
+    os.close(reader)
+    with os.fdopen(writer, "w") as closed:
+        done = _console("export", path, "--format", "json", stdout=closed)
+    assert done.returncode == 0 and done.stderr == ""
