@@ -138,10 +138,27 @@ def test_the_op_table_cores_share_is_read_only(pod):
     written, and what a host keeps is its own (``test_a_host_owns_its_op_columns``)."""
     tpu._OP_TABLES.clear()
     analyze_file(_files(pod)[0])
-    ((cols, rows),) = tpu._OP_TABLES.values()
+    ((cols, rows, one_op_each),) = tpu._OP_TABLES.values()
     with pytest.raises(ValueError, match="read-only"):
         cols["name"][0] = "changed"
     assert not rows.flags.writeable and all(not c.flags.writeable for c in cols.values())
+    assert one_op_each  # each (program, name) one op: no core checks its ops again
+
+
+def test_hosts_of_one_program_share_one_read_only_keyed_table(pod, monkeypatch):
+    """The second host of a program keys its cores' ops as the first did, without keying
+    them again: the steps' op columns are the same read-only arrays; the text is that of
+    keying every host anew."""
+    files = _files(pod)[:3]
+    tpu._KEYED.clear()
+    a, b = (analyze_file(p) for p in files[:2])
+    assert len(tpu._KEYED) == 1
+    assert a.steps.table.static["name"] is b.steps.table.static["name"]
+    with pytest.raises(ValueError, match="read-only"):
+        b.steps.table.static["hlo_text"][0] = "changed"
+    shared = render(analyze_files(files, workers=1), "json", files)
+    monkeypatch.setattr(tpu, "keyed_ops", tpu._keyed_ops)
+    assert render(analyze_files(files, workers=1), "json", files) == shared
 
 
 def test_a_host_owns_its_op_columns(pod):
@@ -205,6 +222,27 @@ def test_work_comes_back_in_order_wherever_it_was_done():
             next(results)
     assert got == ["worker 0"] + [f"here {i}" for i in range(1, 6)]
     assert sorted(done_here) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_finished_work_waiting_for_its_turn_leaves_room_for_more():
+    """Results that wait for an earlier one to come back count as done, not as running: the
+    worker is given the next work meanwhile (never more than ``outstanding`` running at a
+    time), and none is left to this process."""
+    first: Future = Future()
+
+    def submit(i: int) -> Future:
+        if i == 0:
+            return first
+        done: Future = Future()
+        done.set_result(f"worker {i}")
+        return done
+
+    later = threading.Timer(0.2, first.set_result, ("worker 0",))
+    later.start()
+    done_here: list[int] = []
+    results = list(shared_in_order(5, lambda i: done_here.append(i) or "here", submit, 2))
+    later.join()
+    assert results == [f"worker {i}" for i in range(5)] and done_here == []
 
 
 def test_work_a_pool_cannot_take_is_done_here():

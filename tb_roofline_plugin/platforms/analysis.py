@@ -225,7 +225,7 @@ def shared_in_order(
     broken = False
     for i in range(count):
         while i not in ready:
-            while not broken and given < count and len(running) < outstanding:
+            while not broken and given < count and _unfinished(running) < outstanding:
                 try:
                     future = submit(given)
                 except Exception:  # a broken pool: the rest is done here
@@ -255,6 +255,10 @@ def shared_in_order(
         if isinstance(result, _Failed):
             raise result.error
         yield cast(T, result)
+
+
+def _unfinished(running: dict[int, Future]) -> int:
+    return sum(not future.done() for future in running.values())
 
 
 def _done_here(here: Callable[[int], T], i: int) -> T | _Failed:

@@ -126,33 +126,36 @@ def _op_table(
 
 # _op_table's results by the plane's metadata digest and the ops asked for: the cores and
 # hosts of one program (a pod) have the same metadata, read once. A few kept, oldest out first.
-_OP_TABLES: dict[tuple[bytes, bytes, tuple], tuple[dict, np.ndarray]] = {}
+_OP_TABLES: dict[tuple[bytes, bytes, tuple], tuple[dict, np.ndarray, bool]] = {}
 _OP_TABLES_KEPT = 8
 _OP_TABLES_LOCK = threading.Lock()
 
 
 def _shared_op_table(
     plane: Plane, metadata_ids: np.ndarray, modules: dict[int, ModuleCosts]
-) -> tuple[dict, np.ndarray, object]:
+) -> tuple[dict, np.ndarray, object, bool]:
     """``_op_table``, its result kept for planes with the same metadata and shared by their
-    cores, read-only (``keyed_ops`` writes the table a host keeps); and what the columns are
-    (cores with the same one have equal op tables; None: a table of its own)."""
+    cores, read-only (``keyed_ops`` writes the table a host keeps); what the columns are
+    (cores with the same one have equal op tables; None: a table of its own); and whether
+    each (program, name) of the table is one op (then so are those of every core's ops)."""
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
     with _OP_TABLES_LOCK:
         found = _OP_TABLES.get(key) if key is not None else None
     if found is None:
-        found = _op_table(plane, distinct, modules)
+        cols, rows = _op_table(plane, distinct, modules)
+        found = cols, rows, key is not None and _distinct_keys(cols, rows) is None
         if key is not None:
-            for column in (*found[0].values(), found[1]):
+            for column in (*cols.values(), rows):
                 column.setflags(write=False)  # shared by every core of the program
             with _OP_TABLES_LOCK:
                 _OP_TABLES[key] = found
                 while len(_OP_TABLES) > _OP_TABLES_KEPT:
                     del _OP_TABLES[next(iter(_OP_TABLES))]
-    cols, rows = found
-    return cols, rows[np.searchsorted(distinct, metadata_ids)], cols if key is not None else None
+    cols, rows, one_op_each = found
+    source = cols if key is not None else None
+    return cols, rows[np.searchsorted(distinct, metadata_ids)], source, one_op_each
 
 
 def _op_text(line: str, module: ModuleCosts | None, stats: dict) -> tuple[OpText, str]:
@@ -210,8 +213,8 @@ def core_ops(
     modules = modules or {}
     lines = [line for line in plane.lines if line.name in OP_LINES]
     sums = span_sums(plane, lines, _EVENT_STATS, windows)
-    ops, op_row, source = _shared_op_table(plane, sums.ids, modules)
-    key = _distinct_keys(ops, op_row)
+    ops, op_row, source, one_op_each = _shared_op_table(plane, sums.ids, modules)
+    key = None if one_op_each else _distinct_keys(ops, op_row)
     if key is not None:  # two metadata ids of one op: their events are summed together
         parts = [line_events(plane, line, numeric_stats=_EVENT_STATS) for line in lines]
         ids = np.concatenate([p.metadata_id for p in parts]) if parts else np.zeros(0, np.int64)
@@ -220,7 +223,7 @@ def core_ops(
             first.setdefault(k, mid)
         merged = np.array([first[k] for k in key.tolist()], np.int64)
         sums = array_span_sums(parts, _EVENT_STATS, windows, merged[_positions(sums.ids, ids)])
-        ops, op_row, source = _shared_op_table(plane, sums.ids, modules)
+        ops, op_row, source, _ = _shared_op_table(plane, sums.ids, modules)
     return CoreOps(sums, op_row, ops, source, steps, windows)
 
 
@@ -275,9 +278,35 @@ class KeyedOps:
     table: dict[str, np.ndarray]
 
 
+# keyed_ops' results by the op tables of the cores, when all are shared (``ops_source``):
+# every host of a pod has the same, made once, read-only. A few kept, oldest out first.
+_KEYED: dict[tuple[int, ...], tuple[tuple, KeyedOps]] = {}
+_KEYED_LOCK = threading.Lock()
+
+
 def keyed_ops(cores: list[CoreOps]) -> KeyedOps:
     """One table of the ops of ``cores``; a core of an op table seen before (the same
-    program) takes that core's keys."""
+    program) takes that core's keys. Cores whose op tables are all shared take the table
+    made before for cores of the same tables."""
+    sources = tuple(core.ops_source for core in cores)
+    if not cores or any(source is None for source in sources):
+        return _keyed_ops(cores)
+    key = tuple(map(id, sources))
+    with _KEYED_LOCK:
+        found = _KEYED.get(key)
+    if found is not None and all(a is b for a, b in zip(found[0], sources)):
+        return found[1]  # (the sources held there: their ids are theirs)
+    keyed = _keyed_ops(cores)
+    for column in (*keyed.table.values(), *keyed.mappings):
+        column.setflags(write=False)
+    with _KEYED_LOCK:
+        _KEYED[key] = (sources, keyed)
+        while len(_KEYED) > _OP_TABLES_KEPT:
+            del _KEYED[next(iter(_KEYED))]
+    return keyed
+
+
+def _keyed_ops(cores: list[CoreOps]) -> KeyedOps:
     keys: dict[tuple[int, str], int] = {}
     mappings: list[np.ndarray] = []
     first_with: dict[int, int] = {}  # an op table's first core (by its source)
