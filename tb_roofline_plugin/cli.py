@@ -11,7 +11,7 @@ from typing import Iterable
 
 from .errors import RooflineError
 from .heap import cycles_collected_rarely, reuse_freed_memory
-from .metadata import PARALLEL_MIN_MB
+from .metadata import PARALLEL_MIN_CORES, PARALLEL_MIN_MB
 from .wording import terminal_safe
 
 EXIT_BAD_INPUT = 2
@@ -408,8 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=_positive,
         metavar="N",
-        help="processes that analyze the hosts of a run folder (default: one per core when "
-        f"its hosts are {PARALLEL_MIN_MB} MB or more together, else 1)",
+        help="processes that analyze the hosts of a run folder (default: one per idle core "
+        f"when {PARALLEL_MIN_CORES} or more are idle and its hosts are {PARALLEL_MIN_MB} MB or "
+        "more together, else 1)",
     )
     export.add_argument(
         "--dask",

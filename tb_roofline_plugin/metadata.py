@@ -8,5 +8,8 @@ ALL_HOSTS = "ALL_HOSTS"  # the host value that selects every host of a run, comb
 # Flag defaults (--roofline_cache_mb, --roofline_max_file_mb).
 DEFAULT_CACHE_MB = 512
 DEFAULT_MAX_FILE_MB = 4096
-# export --workers' default: one process per idle core once a run's hosts are this big together.
+# export --workers' default: one process per idle core once a run's hosts are this big together
+# and this many cores are idle (on fewer, a host's own threads take them: processes only add
+# the shipping of results and the copies of forked pages).
 PARALLEL_MIN_MB = 16
+PARALLEL_MIN_CORES = 4

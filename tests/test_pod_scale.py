@@ -284,14 +284,17 @@ def test_parallel_is_for_many_or_large_hosts(pod, monkeypatch):
     assert analysis.parallel_workers(files[:1]) == 1
     assert analysis.parallel_workers(files) == 1  # small: one process is as fast
     monkeypatch.setattr(analysis, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1, 2, 3, 4}, raising=False)
     monkeypatch.setattr(analysis, "running_elsewhere", lambda: 0.0)
-    assert analysis.parallel_workers(files) == 3
+    assert analysis.parallel_workers(files) == 5
     assert analysis.parallel_workers(files[:2]) == 2
     monkeypatch.setattr(analysis, "running_elsewhere", lambda: 1.0)
-    assert analysis.parallel_workers(files) == 2
+    assert analysis.parallel_workers(files) == 4
     monkeypatch.setattr(analysis, "running_elsewhere", lambda: 2.0)
-    assert analysis.parallel_workers(files) == 1  # a busy machine: no idle core to add
+    assert analysis.parallel_workers(files) == 1  # 3 idle cores: a host's threads take them
+    monkeypatch.setattr(analysis.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    monkeypatch.setattr(analysis, "running_elsewhere", lambda: 0.0)
+    assert analysis.parallel_workers(files) == 1  # two cores: one process, as measured
 
 
 def test_the_tasks_running_elsewhere_are_the_least_seen_now_not_the_last_minutes(

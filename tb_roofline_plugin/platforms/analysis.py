@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import ProfileError
 from ..hlo.modules import program_modules, program_names
-from ..metadata import PARALLEL_MIN_MB
+from ..metadata import PARALLEL_MIN_CORES, PARALLEL_MIN_MB
 from ..ops.op_metrics import empty_db
 from ..ops.op_stats import Diagnostics, HostsCombiner, OpStats
 from ..ops.selection import check_device
@@ -182,9 +182,11 @@ PARALLEL_MIN_BYTES = PARALLEL_MIN_MB * 1_000_000  # hosts of a run; below, one p
 
 def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
     """Processes worth analyzing ``paths`` in: one per idle core (at most one per host)
-    when there are several hosts of PARALLEL_MIN_BYTES or more together, else 1. A core
-    is idle when no other task runs on it now (``running_elsewhere``): on a busy machine
-    more processes only share the same cores."""
+    when there are several hosts of PARALLEL_MIN_BYTES or more together and at least
+    PARALLEL_MIN_CORES idle cores, else 1. A core is idle when no other task runs on it now
+    (``running_elsewhere``): on a busy machine more processes only share the same cores.
+    On two cores a host's compiled passes already run in threads on both, and workers lost
+    in every case measured (README, "Scale")."""
     if len(paths) < 2:
         return 1
     try:
@@ -193,7 +195,8 @@ def parallel_workers(paths: Sequence[str | os.PathLike]) -> int:
         return 1  # the serial path reports the file
     if size < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(int(idle_cores() - running_elsewhere() + 0.5), len(paths)))
+    idle = int(idle_cores() - running_elsewhere() + 0.5)
+    return min(idle, len(paths)) if idle >= PARALLEL_MIN_CORES else 1
 
 
 class _Failed:
