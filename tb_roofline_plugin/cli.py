@@ -524,10 +524,11 @@ def run() -> None:
     """The ``tb-roofline`` console command. After a conversion, the process ends without the
     interpreter's teardown (freeing every module's and array's objects one by one: 20-30 ms
     of each ``export`` of a pod, more than its rendering) once what it wrote is flushed; its
-    output file is closed by then, its worker processes end with it (``watch_server``)."""
+    output file is closed by then, its worker processes end with it (``watch_server``).
+    A conversion on Dask keeps the teardown: the cluster's clients and finalizers have it."""
     args = build_parser().parse_args()
     code = _run(args)
-    if args.func not in CONVERSIONS:
+    if args.func not in CONVERSIONS or getattr(args, "dask", None):
         sys.exit(code)
     try:
         sys.stdout.flush()

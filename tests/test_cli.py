@@ -276,6 +276,18 @@ def test_the_console_command_keeps_the_teardown_where_nothing_is_converted():
     assert bad.returncode == 2 and "teardown ran" in bad.stderr
 
 
+def test_the_console_command_keeps_the_teardown_after_a_conversion_on_dask(tmp_path):
+    """Dask's clients and finalizers end in the teardown: a ``--dask`` export keeps it."""
+    pytest.importorskip("dask.distributed")
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(tiny_tpu().SerializeToString())
+    done = _console("export", path, "--dask", "local", "--cache-dir", tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"1 of 1 host profiles in {tmp_path / 'cache'}"
+    assert "teardown ran" in done.stderr
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 1
+
+
 def test_the_console_command_into_a_closed_pipe_ends_quietly(tmp_path):
     """Output into a pipe its reader closed (``| head``): no traceback, status 0, as before."""
     path = tmp_path / "host.xplane.pb"
