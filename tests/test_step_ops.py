@@ -190,6 +190,63 @@ def test_cells_of_parts_sum_like_cells_of_all_events(monkeypatch, dense):
     assert np.allclose(parts.sum(weights), whole.sum(np.concatenate(weights)))
 
 
+def _bincount_sum(binned, weights):
+    """Cells.sum's general path, part by part, as an oracle."""
+    total = np.zeros(len(binned))
+    with np.errstate(all="ignore"):  # inf - inf across parts
+        for k, inverse in enumerate(binned.inverse):
+            part = None if weights is None else weights[k]
+            total += np.bincount(inverse, weights=part, minlength=len(binned))
+    return total
+
+
+def _assert_same_bits(got, expected):
+    """Bit for bit, -0.0 against 0.0 included; a NaN against a NaN of either sign (which
+    machine instruction's operand a NaN sum keeps is the compiler's choice, no sum of
+    times has one, and no output shows its sign)."""
+    nan = np.isnan(expected)
+    assert np.isnan(got).tolist() == nan.tolist()
+    assert got[~nan].tobytes() == expected[~nan].tobytes()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_aligned_parts_sum_to_the_bits_of_summing_them_part_by_part(seed):
+    """The cores of one program meet the same cells in the same order: their weights are
+    added element by element, the same bits as a bincount per part (-0.0, NaN, inf,
+    integer weights and huge values included); parts that are not aligned take the
+    general path."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    group = np.sort(rng.integers(0, 7, n))
+    op = rng.permutation(n) % 11
+    keep = np.unique(group * 11 + op, return_index=True)[1]  # every cell once
+    group, op = group[keep], op[keep]
+    order = rng.permutation(len(group))  # the events in any order, the same in every part
+    parts = int(rng.integers(2, 6))
+    binned = step_ops_module.part_cells([group[order]] * parts, [op[order]] * parts, 11, 7)
+    assert binned.aligned
+    special = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf, 1e300, -1e300, 2.0**60 + 1])
+    weights = [
+        np.where(rng.random(len(order)) < 0.3, rng.choice(special, len(order)),
+                 rng.normal(0, 1e6, len(order)))
+        for _ in range(parts)
+    ]  # fmt: skip
+    weights[-1] = rng.integers(-(2**62), 2**62, len(order))  # int64, as self times are
+    _assert_same_bits(binned.sum(weights), _bincount_sum(binned, weights))
+    assert (
+        binned.sum().tolist()
+        == _bincount_sum(binned, None).tolist()
+        == [float(parts)] * len(binned)
+    )
+    shuffled = step_ops_module.part_cells(
+        [group[order], group], [op[order], op], 11, 7
+    )  # the same cells in another order
+    assert not shuffled.aligned or np.array_equal(order, np.arange(len(order)))
+    two = weights[:2]
+    with np.errstate(all="ignore"):  # the general path's own inf - inf
+        _assert_same_bits(shuffled.sum(two), _bincount_sum(shuffled, two))
+
+
 def test_an_owned_profile_lets_its_lines_go_once_read_and_gives_the_same_roofline(tmp_path):
     from tb_roofline_plugin.demo import GpuSpec, gpu_xspace
     from tb_roofline_plugin.platforms.analysis import analyze_bytes, analyze_file

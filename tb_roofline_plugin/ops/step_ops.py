@@ -37,6 +37,9 @@ class Cells:
     op: np.ndarray  # int64 per cell
     inverse: np.ndarray | list[np.ndarray]  # cell of each event used (per part: a list)
     offsets: np.ndarray  # (groups + 1) int64: cells of group g are offsets[g]:offsets[g+1]
+    # Parts that each meet every cell once, in the same order (the cores of one program):
+    # their sums are added element by element, then put in place once (``sum``).
+    aligned: bool = False
 
     def __len__(self) -> int:
         return len(self.op)
@@ -46,10 +49,27 @@ class Cells:
         (for cells of parts: one array per part, summed part by part)."""
         if not isinstance(self.inverse, list):
             return np.bincount(self.inverse, weights=weights, minlength=len(self))
+        if self.aligned:
+            return self._aligned_sum(weights)
         total = np.zeros(len(self))
         for k, inverse in enumerate(self.inverse):
             part = None if weights is None else weights[k]
             total += np.bincount(inverse, weights=part, minlength=len(self))
+        return total
+
+    def _aligned_sum(self, weights: np.ndarray | list | None) -> np.ndarray:
+        """``sum`` of aligned parts, to the bit: a cell's bincount of a part is 0.0 plus its
+        one weight, so adding the parts' weights from 0.0 in part order adds the same numbers
+        in the same order (the running sum is never -0.0, so a weight of -0.0 adds as 0.0).
+        Only where two NaNs meet may the NaN kept differ in sign (the span sums give none)."""
+        if weights is None:  # one event a part in every cell
+            return np.full(len(self), float(len(self.inverse)))
+        summed = np.zeros(len(self))
+        with np.errstate(all="ignore"):  # inf - inf and overflow pass silently, as in bincount
+            for part in weights:
+                summed += part
+        total = np.empty(len(self))
+        total[self.inverse[0]] = summed
         return total
 
 
@@ -78,7 +98,12 @@ def part_cells(groups: list, ops: list, n_ops: int, n_groups: int) -> Cells:
         inverse = np.split(whole.ravel(), np.cumsum([len(key) for key in keys])[:-1])
     cell_group, cell_op = np.divmod(found, width)
     offsets = np.searchsorted(cell_group, np.arange(n_groups + 1)).astype(np.int64)
-    return Cells(cell_group, cell_op, inverse, offsets)
+    # Aligned: each part as long as the cells and the same as the first (then every cell is
+    # in it, and once).
+    aligned = len(inverse) > 1 and all(
+        len(part) == len(found) and np.array_equal(part, inverse[0]) for part in inverse
+    )
+    return Cells(cell_group, cell_op, inverse, offsets, aligned)
 
 
 # What each (step, op) row holds; the rest describes the op and is kept once per op.
