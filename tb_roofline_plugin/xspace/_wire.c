@@ -868,7 +868,7 @@ static inline Py_ssize_t map_slot(const Map *m, int64_t key) {
 }
 
 /* The index of `key`, given `fresh` (and *added set) when it is new; -1: out of memory. */
-static Py_ssize_t map_get(Map *m, int64_t key, Py_ssize_t fresh, int *added) {
+static inline Py_ssize_t map_get(Map *m, int64_t key, Py_ssize_t fresh, int *added) {
     Py_ssize_t i = map_slot(m, key);
     *added = 0;
     if (m->values[i] >= 0) return m->values[i];
@@ -1099,7 +1099,7 @@ static int scan_event(Parser *ps, const uint8_t *p, const uint8_t *end, const in
 
 /* A new zeroed row of `r` (columns from `first` on are sums, 8 bytes each: zeroed as one
  * store, not a memset call each). */
-static int new_row(Rows *r, int first, Py_ssize_t *row) {
+static inline int new_row(Rows *r, int first, Py_ssize_t *row) {
     if (rows_reserve(r) < 0) return -1;
     *row = r->count++;
     for (int c = first; c < r->n_columns; c++) ((uint64_t *)r->data[c])[*row] = 0;
