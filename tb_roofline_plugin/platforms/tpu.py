@@ -127,8 +127,21 @@ def _op_table(
 # _op_table's results by the plane's metadata digest and the ops asked for: the cores and
 # hosts of one program (a pod) have the same metadata, read once. A few kept, oldest out first.
 _OP_TABLES: dict[tuple[bytes, bytes, tuple], tuple[dict, np.ndarray, bool]] = {}
-_OP_TABLES_KEPT = 8
-_OP_TABLES_LOCK = threading.Lock()
+_OP_TABLES_KEPT = 8  # entries of each cache (_OP_TABLES, _KEYED)
+_CACHES_LOCK = threading.Lock()
+
+
+def _cached(cache: dict, key):
+    with _CACHES_LOCK:
+        return cache.get(key)
+
+
+def _keep(cache: dict, key, value) -> None:
+    """``value`` kept in ``cache``, its oldest entries out past _OP_TABLES_KEPT."""
+    with _CACHES_LOCK:
+        cache[key] = value
+        while len(cache) > _OP_TABLES_KEPT:
+            del cache[next(iter(cache))]
 
 
 def _shared_op_table(
@@ -141,18 +154,14 @@ def _shared_op_table(
     distinct = unique(metadata_ids)
     digest = getattr(plane, "metadata_digest", None)
     key = None if digest is None else (digest, distinct.tobytes(), tuple(sorted(modules)))
-    with _OP_TABLES_LOCK:
-        found = _OP_TABLES.get(key) if key is not None else None
+    found = _cached(_OP_TABLES, key) if key is not None else None
     if found is None:
         cols, rows = _op_table(plane, distinct, modules)
         found = cols, rows, key is not None and _distinct_keys(cols, rows) is None
         if key is not None:
             for column in (*cols.values(), rows):
                 column.setflags(write=False)  # shared by every core of the program
-            with _OP_TABLES_LOCK:
-                _OP_TABLES[key] = found
-                while len(_OP_TABLES) > _OP_TABLES_KEPT:
-                    del _OP_TABLES[next(iter(_OP_TABLES))]
+            _keep(_OP_TABLES, key, found)
     cols, rows, one_op_each = found
     source = cols if key is not None else None
     return cols, rows[np.searchsorted(distinct, metadata_ids)], source, one_op_each
@@ -281,7 +290,6 @@ class KeyedOps:
 # keyed_ops' results by the op tables of the cores, when all are shared (``ops_source``):
 # every host of a pod has the same, made once, read-only. A few kept, oldest out first.
 _KEYED: dict[tuple[int, ...], tuple[tuple, KeyedOps]] = {}
-_KEYED_LOCK = threading.Lock()
 
 
 def keyed_ops(cores: list[CoreOps]) -> KeyedOps:
@@ -292,17 +300,13 @@ def keyed_ops(cores: list[CoreOps]) -> KeyedOps:
     if not cores or any(source is None for source in sources):
         return _keyed_ops(cores)
     key = tuple(map(id, sources))
-    with _KEYED_LOCK:
-        found = _KEYED.get(key)
+    found = _cached(_KEYED, key)
     if found is not None and all(a is b for a, b in zip(found[0], sources)):
         return found[1]  # (the sources held there: their ids are theirs)
     keyed = _keyed_ops(cores)
     for column in (*keyed.table.values(), *keyed.mappings):
         column.setflags(write=False)
-    with _KEYED_LOCK:
-        _KEYED[key] = (sources, keyed)
-        while len(_KEYED) > _OP_TABLES_KEPT:
-            del _KEYED[next(iter(_KEYED))]
+    _keep(_KEYED, key, (sources, keyed))
     return keyed
 
 
